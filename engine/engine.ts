@@ -1,0 +1,405 @@
+import type {LlamaContextSequence, Token} from "./llamaTypes.js";
+import {nowMs} from "./clock.js";
+import {checkEngineOptions, defaultEngineOptions, type EngineOptions} from "./engineOptions.js";
+import {loadModel, type LoadedModel} from "./modelLoader.js";
+import type {EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestEvent, StepStats} from "./protocol/engineMessages.js";
+import {errorMessage} from "./protocol/validation.js";
+import {preloadChatWrapper, renderPrompt} from "./promptRenderer.js";
+import {StatsAgent} from "./stats/statsAgent.js";
+import {CounterSlot} from "./stats/sharedCounters.js";
+import {StreamingDetokenizer} from "./streamingDetokenizer.js";
+import {WaitingQueue} from "./waitingQueue.js";
+
+/** Receives every message the engine sends to the host. */
+export type EngineSink = (message: EngineToHost) => void;
+
+type Slot = {sequence: LlamaContextSequence, request: ActiveRequest | undefined};
+
+type ActiveRequest = {
+    id: string,
+    priority: number,
+    preempted: boolean,
+    arrivalSeq: number,
+    maxTokens: number,
+    temperature: number,
+    seed: number | undefined,
+    ignoreEos: boolean,
+    debugBlockMs: number,
+    promptTokens: Token[],
+    generated: Token[],
+    /** Prompt + maxTokens: what this request may hold in the KV cache. */
+    kvBudget: number,
+    slot: Slot | undefined,
+    scheduledOnce: boolean,
+    stop: "cancel" | "preempt" | undefined,
+    detokenizer: StreamingDetokenizer,
+    /** Text and token times produced since the last flush. */
+    pendingText: string,
+    pendingTimes: number[]
+};
+
+const defaultTemperature = 0.8;
+
+/**
+ * Serves generation requests on one node-llama-cpp context: a priority waiting queue, N sequences
+ * evaluated together (node-llama-cpp batches concurrent sequence evaluations), streamed text, the
+ * request-lifecycle timestamps, and per-step stats carried on the same messages as the outputs.
+ *
+ * The same class runs in its own process (engine/main.ts) or inside the host (in-process mode).
+ */
+export class Engine {
+    private readonly slots: Slot[];
+    private readonly queue = new WaitingQueue<ActiveRequest>();
+    private readonly requests = new Map<string, ActiveRequest>();
+    private readonly kvCapacity: number;
+    private kvReserved = 0;
+    private arrivalSeq = 0;
+    private pendingEvents: RequestEvent[] = [];
+    private pendingTokenRequests = new Set<ActiveRequest>();
+    private stepTokens = 0;
+    private flushScheduled = false;
+    private disposed = false;
+    private vramTimer: NodeJS.Timeout | undefined;
+
+    private constructor(
+        private readonly loaded: LoadedModel,
+        private readonly sink: EngineSink,
+        private readonly stats: StatsAgent | undefined,
+        private readonly allowDebugRequests: boolean
+    ) {
+        this.kvCapacity = loaded.context.contextSize;
+        this.slots = Array.from({length: loaded.context.totalSequences}, () => ({sequence: loaded.context.getSequence(), request: undefined}));
+        stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
+    }
+
+    /** Loads the model and reports `loading` progress, then `ready` (or `loadFailed`, returning undefined). */
+    static async start(options: EngineOptions, sink: EngineSink): Promise<Engine | undefined> {
+        let loaded: LoadedModel;
+        try {
+            checkEngineOptions(options);
+            loaded = await loadModel(options, (progress) => sink({type: "loading", progress}));
+            await preloadChatWrapper();
+        } catch (error) {
+            const err = error instanceof Error ? error : new Error(String(error));
+            const code = (err as {code?: unknown}).code;
+            sink({type: "loadFailed", error: {name: err.name, message: err.message, ...(typeof code === "string" ? {code} : {})}});
+            return undefined;
+        }
+        const statsIntervalMs = options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs;
+        const stats = statsIntervalMs > 0 && options.statsChannel !== undefined
+            ? new StatsAgent(options.statsChannel, statsIntervalMs)
+            : undefined;
+        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false);
+        const info: EngineInfo = {...loaded.info, statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
+        if (stats !== undefined) {
+            stats.setVram(info.vramUsedBytes, info.vramTotalBytes);
+            if (info.backend !== "cpu")
+                engine.pollVram(stats, statsIntervalMs);
+        }
+        sink({type: "ready", info});
+        return engine;
+    }
+
+    /** Handles one validated message from the host. */
+    handle(message: HostToEngine): void {
+        switch (message.type) {
+            case "generate": void this.admit(message.request); break;
+            case "cancel": this.cancel(message.id); break;
+            case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
+            case "shutdown": void this.dispose(); break;
+        }
+    }
+
+    get runningCount(): number {
+        let running = 0;
+        for (const slot of this.slots)
+            if (slot.request !== undefined) running++;
+        return running;
+    }
+
+    /** VRAM is read on the main thread (a native call); the worker reports the latest reading. */
+    private pollVram(stats: StatsAgent, intervalMs: number): void {
+        this.vramTimer = setInterval(() => {
+            void this.loaded.llama.getVramState().then((vram) => stats.setVram(vram.used, vram.total), () => undefined);
+        }, intervalMs);
+        this.vramTimer.unref();
+    }
+
+    async dispose(): Promise<void> {
+        if (this.disposed)
+            return;
+        this.disposed = true;
+        clearInterval(this.vramTimer);
+        for (const request of this.queue.drain())
+            this.finish(request, "abort", "engine shutting down");
+        for (const slot of this.slots)
+            if (slot.request !== undefined) slot.request.stop = "cancel";
+        this.flush();
+        await this.stats?.dispose();
+        await this.loaded.context.dispose();
+        await this.loaded.model.dispose();
+        await this.loaded.llama.dispose();
+    }
+
+    private async admit(request: GenerateRequest): Promise<void> {
+        if (this.requests.has(request.id)) {
+            this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
+            return;
+        }
+        const active: ActiveRequest = {
+            id: request.id,
+            priority: request.priority ?? 0,
+            preempted: false,
+            arrivalSeq: this.arrivalSeq++,
+            maxTokens: request.maxTokens,
+            temperature: request.temperature ?? defaultTemperature,
+            seed: request.seed,
+            ignoreEos: request.ignoreEos ?? false,
+            debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
+            promptTokens: [],
+            generated: [],
+            kvBudget: 0,
+            slot: undefined,
+            scheduledOnce: false,
+            stop: undefined,
+            detokenizer: new StreamingDetokenizer(this.loaded.model),
+            pendingText: "",
+            pendingTimes: []
+        };
+        this.requests.set(active.id, active);
+        if (this.disposed)
+            return this.finish(active, "abort", "engine shutting down");
+        if (request.debugBlockMs !== undefined && !this.allowDebugRequests)
+            return this.finish(active, "error", "debugBlockMs is a test-only field and this engine does not allow debug requests");
+        if (request.maxTokens <= 0)
+            return this.finish(active, "error", `maxTokens must be > 0, got ${request.maxTokens}`);
+
+        try {
+            active.promptTokens = renderPrompt(this.loaded.model, request);
+        } catch (error) {
+            return this.finish(active, "error", `could not process input: ${errorMessage(error)}`);
+        }
+        this.emit({kind: "inputProcessed", id: active.id, t: nowMs(), promptTokens: active.promptTokens.length});
+        if (active.stop === "cancel")
+            return this.finish(active, "abort");
+        if (active.promptTokens.length === 0)
+            return this.finish(active, "error", "the prompt is empty after tokenization");
+        active.kvBudget = active.promptTokens.length + active.maxTokens;
+        if (active.kvBudget > this.kvCapacity)
+            return this.finish(active, "error",
+                `this engine's context holds ${this.kvCapacity} tokens, but the request needs ${active.kvBudget} ` +
+                `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`);
+
+        this.queue.push(active);
+        this.stats?.counters.add(CounterSlot.promptTokensTotal, active.promptTokens.length);
+        this.emit({kind: "queued", id: active.id, t: nowMs()});
+        this.schedule();
+    }
+
+    private cancel(id: string): void {
+        const request = this.requests.get(id);
+        if (request === undefined)
+            return; // already finished, or never arrived: nothing to do
+        if (this.queue.remove(request))
+            return this.finish(request, "abort");
+        request.stop = "cancel"; // running (or still processing input): stops at its next token
+    }
+
+    /** Starts waiting requests on free sequences while the KV budget allows; preempts for higher priority. */
+    private schedule(): void {
+        while (!this.disposed) {
+            const next = this.queue.peek();
+            if (next === undefined)
+                break;
+            const free = this.slots.find((slot) => slot.request === undefined);
+            if (free !== undefined && this.kvReserved + next.kvBudget <= this.kvCapacity) {
+                this.queue.shift();
+                this.start(next, free);
+                continue;
+            }
+            this.preemptFor(next);
+            break;
+        }
+        this.updateQueueCounters();
+    }
+
+    /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */
+    private preemptFor(waiting: ActiveRequest): void {
+        let victim: ActiveRequest | undefined;
+        for (const slot of this.slots) {
+            const running = slot.request;
+            if (running === undefined)
+                continue;
+            if (running.stop === "preempt")
+                return; // one preemption at a time: its sequence is about to be freed
+            if (victim === undefined || running.priority < victim.priority ||
+                (running.priority === victim.priority && running.arrivalSeq > victim.arrivalSeq))
+                victim = running;
+        }
+        if (victim !== undefined && victim.stop === undefined && victim.priority < waiting.priority)
+            victim.stop = "preempt";
+    }
+
+    private start(request: ActiveRequest, slot: Slot): void {
+        slot.request = request;
+        request.slot = slot;
+        this.kvReserved += request.kvBudget;
+        if (this.runningCount === 1)
+            this.stats?.counters.restartStepClock(Date.now());
+        this.updateQueueCounters();
+        if (!request.scheduledOnce) {
+            request.scheduledOnce = true;
+            this.emit({kind: "scheduled", id: request.id, t: nowMs()});
+        }
+        void this.run(request, slot);
+    }
+
+    private async run(request: ActiveRequest, slot: Slot): Promise<void> {
+        if (request.debugBlockMs > 0)
+            busyBlock(request.debugBlockMs);
+        // After a preemption the request is recomputed: prompt plus what it had generated.
+        const input = request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
+        let reason: FinishReason | undefined;
+        let error: string | undefined;
+        let prefillPending = true;
+        try {
+            if (request.stop === undefined) {
+                const tokens = slot.sequence.evaluate(input, {
+                    temperature: request.temperature,
+                    ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
+                    yieldEogToken: true
+                });
+                for await (const token of tokens) {
+                    const t = nowMs();
+                    if (prefillPending) {
+                        prefillPending = false;
+                        this.stepTokens += input.length;
+                    }
+                    if (request.stop === "cancel")
+                        break;
+                    this.recordToken(request, token, t);
+                    if (request.generated.length >= request.maxTokens) {
+                        reason = "length";
+                        break;
+                    }
+                    if (!request.ignoreEos && this.loaded.model.isEogToken(token)) {
+                        reason = "stop";
+                        break;
+                    }
+                    if (request.stop === "preempt")
+                        break;
+                }
+                reason ??= request.stop === undefined ? "stop" : undefined;
+            }
+        } catch (err) {
+            reason = "error";
+            error = `generation failed: ${errorMessage(err)}`;
+        }
+        try {
+            await slot.sequence.clearHistory();
+        } catch (err) {
+            this.sink({type: "log", level: "warn", message: `could not clear a sequence: ${errorMessage(err)}`});
+        }
+        slot.request = undefined;
+        request.slot = undefined;
+        this.kvReserved -= request.kvBudget;
+
+        if (reason !== undefined)
+            this.finish(request, reason, error);
+        else if (request.stop === "cancel" || this.disposed)
+            this.finish(request, "abort");
+        else {
+            request.stop = undefined;
+            request.preempted = true;
+            this.emit({kind: "preempted", id: request.id, t: nowMs()});
+            this.queue.push(request);
+        }
+        this.schedule();
+    }
+
+    private recordToken(request: ActiveRequest, token: Token, t: number): void {
+        request.generated.push(token);
+        request.pendingText += request.detokenizer.push(token);
+        request.pendingTimes.push(t);
+        this.pendingTokenRequests.add(request);
+        this.stepTokens++;
+        this.stats?.counters.add(CounterSlot.generationTokensTotal, 1);
+        this.scheduleFlush();
+    }
+
+    private finish(request: ActiveRequest, reason: FinishReason, error?: string): void {
+        request.pendingText += request.detokenizer.flush();
+        if (request.pendingTimes.length > 0 || request.pendingText !== "")
+            this.takeTokens(request);
+        this.requests.delete(request.id);
+        const event: RequestEvent = {
+            kind: "finished", id: request.id, t: nowMs(), reason,
+            promptTokens: request.promptTokens.length, generatedTokens: request.generated.length
+        };
+        if (error !== undefined)
+            event.error = error;
+        this.emit(event);
+    }
+
+    /** Moves a request's pending tokens into the pending events, keeping event order per request. */
+    private takeTokens(request: ActiveRequest): void {
+        this.pendingTokenRequests.delete(request);
+        this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText, times: request.pendingTimes});
+        request.pendingText = "";
+        request.pendingTimes = [];
+    }
+
+    private emit(event: RequestEvent): void {
+        const pending = this.requests.get(event.id);
+        if (pending !== undefined && this.pendingTokenRequests.has(pending) && event.kind !== "tokens")
+            this.takeTokens(pending);
+        this.pendingEvents.push(event);
+        this.scheduleFlush();
+    }
+
+    private scheduleFlush(): void {
+        if (this.flushScheduled)
+            return;
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+    }
+
+    /** One step's outputs: every request's new tokens and lifecycle events, plus the step stats. */
+    private flush(): void {
+        this.flushScheduled = false;
+        for (const request of this.pendingTokenRequests)
+            this.takeTokens(request);
+        if (this.pendingEvents.length === 0)
+            return;
+        const t = nowMs();
+        let kvUsed = 0;
+        for (const slot of this.slots)
+            if (slot.request !== undefined) kvUsed += slot.sequence.nextTokenIndex;
+        const step: StepStats = {
+            t, running: this.runningCount, waiting: this.queue.length, stepTokens: this.stepTokens,
+            kvUsedTokens: kvUsed, kvCapacityTokens: this.kvCapacity
+        };
+        if (this.stepTokens > 0)
+            this.stats?.onStep(step);
+        this.stepTokens = 0;
+        const events = this.pendingEvents;
+        this.pendingEvents = [];
+        this.sink({type: "outputs", events, step});
+    }
+
+    private updateQueueCounters(): void {
+        const counters = this.stats?.counters;
+        if (counters === undefined)
+            return;
+        counters.set(CounterSlot.running, this.runningCount);
+        counters.set(CounterSlot.waiting, this.queue.length);
+    }
+}
+
+/** Test-only: occupy the main thread, as a stuck native call or a long synchronous step would. */
+function busyBlock(ms: number): void {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+        // spin
+    }
+}

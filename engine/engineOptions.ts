@@ -1,0 +1,62 @@
+import type {DemoModelSize} from "./model/demoModel.js";
+
+export type GpuSetting = "auto" | "cuda" | "vulkan" | "metal" | "off";
+
+/** Where the stats worker reports to; handed over through the environment or workerData, never argv. */
+export type StatsChannelTarget = {url: string, secret: string};
+
+/** How to run an engine. Every field is optional; defaults are documented per field. */
+export type EngineOptions = {
+    /** GGUF file to serve. Default: the built-in demo model (`demoModelSize`), generated once into a cache dir. */
+    modelPath?: string,
+    /** Size of the built-in demo model when `modelPath` is not given. Default `"small"` (~20 M params). */
+    demoModelSize?: DemoModelSize,
+    /** Cache dir for the built-in demo model. Default `$INFERENCE_MONITOR_CACHE_DIR` or `~/.cache/inference-monitor`. */
+    cacheDir?: string,
+    /** GPU backend. Default `"auto"`: CUDA, Vulkan or Metal when present, else CPU. */
+    gpu?: GpuSetting,
+    /** KV-cache size in tokens, shared by all sequences. Default 4096 (capped at the model's training context). */
+    contextSize?: number,
+    /** Parallel sequences (requests evaluated together in one batch). Default 4. */
+    parallel?: number,
+    /**
+     * CPU threads for evaluation. Default: half the math cores, at least 1. On a 2-vCPU VM one thread
+     * was ~12x faster than two (measured with `npm run bench:engine`); the default follows that.
+     */
+    threads?: number,
+    /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
+    statsIntervalMs?: number,
+    /** Where the stats worker connects. Required when `statsIntervalMs` > 0. */
+    statsChannel?: StatsChannelTarget,
+    /** Accept test-only request fields (`debugBlockMs`). Default false. */
+    allowDebugRequests?: boolean
+};
+
+export const defaultEngineOptions = {
+    demoModelSize: "small",
+    gpu: "auto",
+    contextSize: 4096,
+    parallel: 4,
+    statsIntervalMs: 1000,
+    allowDebugRequests: false
+} as const satisfies Partial<EngineOptions>;
+
+/** Default threads for a machine with `mathCores` cores: see {@link EngineOptions.threads}. */
+export function defaultThreads(mathCores: number): number {
+    return Math.max(1, Math.floor(mathCores / 2));
+}
+
+/** Checks numeric options up front so a bad setting is a clear error, not a native failure. */
+export function checkEngineOptions(options: EngineOptions): void {
+    const positiveInt = (name: string, value: number | undefined, max: number) => {
+        if (value !== undefined && (!Number.isInteger(value) || value < 1 || value > max))
+            throw new RangeError(`${name} must be an integer between 1 and ${max}, got ${value}`);
+    };
+    positiveInt("contextSize", options.contextSize, 1 << 22);
+    positiveInt("parallel", options.parallel, 256);
+    positiveInt("threads", options.threads, 1024);
+    if (options.statsIntervalMs !== undefined && (!Number.isFinite(options.statsIntervalMs) || options.statsIntervalMs < 0))
+        throw new RangeError(`statsIntervalMs must be >= 0, got ${options.statsIntervalMs}`);
+    if ((options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs) > 0 && options.statsChannel === undefined)
+        throw new RangeError("statsChannel is required when statsIntervalMs > 0");
+}

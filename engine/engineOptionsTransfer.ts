@@ -1,0 +1,52 @@
+import type {EngineOptions} from "./engineOptions.js";
+import {ProtocolError, expectObject, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./protocol/validation.js";
+
+/** Environment variable carrying the engine options (JSON) to a spawned engine process. */
+export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";
+
+/** Everything but the stats channel, which travels in its own variables. */
+export type TransferableEngineOptions = Omit<EngineOptions, "statsChannel">;
+
+export function serializeEngineOptions(options: EngineOptions): string {
+    const {statsChannel: _omit, ...rest} = options;
+    return JSON.stringify(rest satisfies TransferableEngineOptions);
+}
+
+export function parseEngineOptionsJson(json: string): EngineOptions {
+    let value: unknown;
+    try {
+        value = JSON.parse(json);
+    } catch {
+        throw new ProtocolError(`${engineOptionsEnv} is not valid JSON`);
+    }
+    const obj = expectObject(value, "engine options");
+    const what = "engine options";
+    const options: EngineOptions = {};
+    const modelPath = optionalString(obj, "modelPath", what);
+    if (modelPath !== undefined) options.modelPath = modelPath;
+    const size = optionalString(obj, "demoModelSize", what);
+    if (size !== undefined) {
+        if (size !== "tiny" && size !== "small" && size !== "medium")
+            throw new ProtocolError(`${what}.demoModelSize: expected tiny, small or medium`);
+        options.demoModelSize = size;
+    }
+    const cacheDir = optionalString(obj, "cacheDir", what);
+    if (cacheDir !== undefined) options.cacheDir = cacheDir;
+    const gpu = optionalString(obj, "gpu", what);
+    if (gpu !== undefined) {
+        if (gpu !== "auto" && gpu !== "cuda" && gpu !== "vulkan" && gpu !== "metal" && gpu !== "off")
+            throw new ProtocolError(`${what}.gpu: expected auto, cuda, vulkan, metal or off`);
+        options.gpu = gpu;
+    }
+    const contextSize = optionalInteger(obj, "contextSize", what);
+    if (contextSize !== undefined) options.contextSize = contextSize;
+    const parallel = optionalInteger(obj, "parallel", what);
+    if (parallel !== undefined) options.parallel = parallel;
+    const threads = optionalInteger(obj, "threads", what);
+    if (threads !== undefined) options.threads = threads;
+    const statsIntervalMs = optionalNumber(obj, "statsIntervalMs", what);
+    if (statsIntervalMs !== undefined) options.statsIntervalMs = statsIntervalMs;
+    const allowDebugRequests = optionalBoolean(obj, "allowDebugRequests", what);
+    if (allowDebugRequests !== undefined) options.allowDebugRequests = allowDebugRequests;
+    return options;
+}

@@ -1,0 +1,17 @@
+/**
+ * node-llama-cpp is ESM-only and this project compiles to CommonJS (VS Code loads extensions as
+ * CommonJS): values come in through `await import("node-llama-cpp")`, types through this one file.
+ */
+export type {
+    ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, GgufFileInfo
+} from "node-llama-cpp" with {"resolution-mode": "import"};
+
+export type NodeLlamaCpp = typeof import("node-llama-cpp", {with: {"resolution-mode": "import"}});
+
+let loaded: Promise<NodeLlamaCpp> | undefined;
+
+/** Loads node-llama-cpp once (a dynamic import, so bundlers keep it external and ESM). */
+export function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
+    loaded ??= import("node-llama-cpp");
+    return loaded;
+}

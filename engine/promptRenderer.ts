@@ -1,0 +1,46 @@
+import {importNodeLlamaCpp, type ChatHistoryItem, type LlamaModel, type NodeLlamaCpp, type Token} from "./llamaTypes.js";
+import type {ChatMessage, GenerateRequest} from "./protocol/engineMessages.js";
+
+/** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text. */
+function hasChatTemplate(model: LlamaModel): boolean {
+    const tokenizerMetadata = model.fileInfo.metadata.tokenizer as {chat_template?: unknown} | undefined;
+    return typeof tokenizerMetadata?.chat_template === "string";
+}
+
+function plainChatText(messages: ChatMessage[]): string {
+    return messages.map((message) => `${message.role}: ${message.content}`).join("\n") + "\nassistant:";
+}
+
+/**
+ * Input processing: turns a request's prompt or chat messages into prompt tokens. Chat messages go
+ * through node-llama-cpp's chat wrapper for the model (its Jinja template when the GGUF has one).
+ */
+export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages">): Token[] {
+    if (request.prompt !== undefined)
+        return model.tokenize(request.prompt, false);
+    const messages = request.messages ?? [];
+    if (!hasChatTemplate(model))
+        return model.tokenize(plainChatText(messages), false);
+    return renderWithChatWrapper(model, messages);
+}
+
+let chatWrapperModule: NodeLlamaCpp | undefined;
+
+/** node-llama-cpp is ESM-only; the engine preloads it (see `preloadChatWrapper`) so this stays synchronous. */
+export async function preloadChatWrapper(): Promise<void> {
+    chatWrapperModule ??= await importNodeLlamaCpp();
+}
+
+function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[]): Token[] {
+    if (chatWrapperModule === undefined)
+        throw new Error("chat wrapper not loaded");
+    const wrapper = chatWrapperModule.resolveChatWrapper(model);
+    const chatHistory: ChatHistoryItem[] = messages.map((message): ChatHistoryItem => {
+        if (message.role === "system") return {type: "system", text: message.content};
+        if (message.role === "user") return {type: "user", text: message.content};
+        return {type: "model", response: [message.content]};
+    });
+    chatHistory.push({type: "model", response: []});
+    const {contextText} = wrapper.generateContextState({chatHistory});
+    return contextText.tokenize(model.tokenizer);
+}

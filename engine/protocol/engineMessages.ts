@@ -1,0 +1,235 @@
+/**
+ * The one declaration of every message between the host (EngineClient) and the engine, in both
+ * directions. Process mode carries them over Node IPC; in-process mode hands the same objects over
+ * directly. Both sides validate what they receive with the parse functions below.
+ *
+ * Timestamps are epoch milliseconds with sub-millisecond precision (`performance.timeOrigin +
+ * performance.now()`) on the clock of the process that took them.
+ */
+import {
+    ProtocolError, expectArray, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
+    optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
+} from "./validation.js";
+
+export const finishReasons = ["stop", "length", "abort", "error"] as const;
+export type FinishReason = typeof finishReasons[number];
+
+export const chatRoles = ["system", "user", "assistant"] as const;
+export type ChatMessage = {role: typeof chatRoles[number], content: string};
+
+export type GenerateRequest = {
+    id: string,
+    /** Plain-text prompt; exactly one of `prompt` and `messages` is given. */
+    prompt?: string,
+    /** Chat messages, rendered with the model's chat template. */
+    messages?: ChatMessage[],
+    /** Number of tokens to generate at most (> 0). */
+    maxTokens: number,
+    /** Sampling temperature; 0 = greedy. Default 0.8. */
+    temperature?: number,
+    seed?: number,
+    /** Higher is scheduled first and may preempt lower-priority running requests. Default 0. */
+    priority?: number,
+    /** Keep generating past end-of-sequence tokens (like vLLM's `ignore_eos`), for exact output lengths. */
+    ignoreEos?: boolean,
+    /** Test-only: busy-block the engine's main thread for this many ms before scheduling (needs `allowDebugRequests`). */
+    debugBlockMs?: number
+};
+
+export type HostToEngine =
+    | {type: "generate", request: GenerateRequest}
+    | {type: "cancel", id: string}
+    | {type: "ping", seq: number, hostTime: number}
+    | {type: "shutdown"};
+
+export type GpuBackend = "cuda" | "vulkan" | "metal" | "cpu";
+
+export type ModelInfo = {
+    path: string,
+    name: string,
+    architecture: string,
+    parameterCount: number,
+    quantization: string,
+    sizeBytes: number,
+    trainContextLength: number
+};
+
+export type EngineInfo = {
+    pid: number,
+    backend: GpuBackend,
+    gpuDevices: string[],
+    vramTotalBytes: number,
+    vramUsedBytes: number,
+    model: ModelInfo,
+    contextSize: number,
+    parallel: number,
+    threads: number,
+    statsIntervalMs: number,
+    loadMs: number
+};
+
+export type RequestEvent =
+    | {kind: "inputProcessed", id: string, t: number, promptTokens: number}
+    | {kind: "queued", id: string, t: number}
+    | {kind: "scheduled", id: string, t: number}
+    /** Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their stable text. */
+    | {kind: "tokens", id: string, text: string, times: number[]}
+    | {kind: "preempted", id: string, t: number}
+    | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string};
+
+export type RequestEventKind = RequestEvent["kind"];
+
+/** Engine state after the step that produced a batch of outputs; travels with those outputs. */
+export type StepStats = {
+    t: number,
+    running: number,
+    waiting: number,
+    /** Tokens evaluated since the previous step message (prompt + generated). */
+    stepTokens: number,
+    kvUsedTokens: number,
+    kvCapacityTokens: number
+};
+
+export type EngineErrorInfo = {name: string, code?: string, message: string};
+
+export type EngineToHost =
+    | {type: "loading", progress: number}
+    | {type: "ready", info: EngineInfo}
+    | {type: "loadFailed", error: EngineErrorInfo}
+    | {type: "outputs", events: RequestEvent[], step: StepStats}
+    | {type: "pong", seq: number, hostTime: number, engineTime: number}
+    | {type: "rejected", reason: string}
+    | {type: "log", level: "info" | "warn" | "error", message: string};
+
+const maxIdLength = 200;
+
+function parseChatMessage(value: unknown, index: number): ChatMessage {
+    const what = `messages[${index}]`;
+    const obj = expectObject(value, what);
+    return {role: expectOneOf(obj, "role", chatRoles, what), content: expectString(obj, "content", what)};
+}
+
+function parseGenerateRequest(value: unknown): GenerateRequest {
+    const obj = expectObject(value, "request");
+    const what = "request";
+    const prompt = optionalString(obj, "prompt", what);
+    const messages = obj.messages === undefined ? undefined : expectArray(obj, "messages", what, 10_000).map(parseChatMessage);
+    if ((prompt === undefined) === (messages === undefined))
+        throw new ProtocolError("request: give exactly one of prompt and messages");
+    const request: GenerateRequest = {
+        id: expectString(obj, "id", what, maxIdLength),
+        maxTokens: expectInteger(obj, "maxTokens", what)
+    };
+    if (prompt !== undefined) request.prompt = prompt;
+    if (messages !== undefined) request.messages = messages;
+    const temperature = optionalNumber(obj, "temperature", what);
+    if (temperature !== undefined) request.temperature = temperature;
+    const seed = optionalInteger(obj, "seed", what);
+    if (seed !== undefined) request.seed = seed;
+    const priority = optionalNumber(obj, "priority", what);
+    if (priority !== undefined) request.priority = priority;
+    const ignoreEos = optionalBoolean(obj, "ignoreEos", what);
+    if (ignoreEos !== undefined) request.ignoreEos = ignoreEos;
+    const debugBlockMs = optionalNumber(obj, "debugBlockMs", what);
+    if (debugBlockMs !== undefined) request.debugBlockMs = debugBlockMs;
+    return request;
+}
+
+/** Validates a message arriving at the engine; throws ProtocolError. */
+export function parseHostToEngine(value: unknown): HostToEngine {
+    const obj = expectObject(value, "message");
+    switch (obj.type) {
+        case "generate": return {type: "generate", request: parseGenerateRequest(obj.request)};
+        case "cancel": return {type: "cancel", id: expectString(obj, "id", "cancel", maxIdLength)};
+        case "ping": return {type: "ping", seq: expectInteger(obj, "seq", "ping"), hostTime: expectNumber(obj, "hostTime", "ping")};
+        case "shutdown": return {type: "shutdown"};
+        default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
+    }
+}
+
+const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "finished"];
+
+function parseRequestEvent(value: unknown): RequestEvent {
+    const obj = expectObject(value, "event");
+    const what = "event";
+    const kind = expectOneOf(obj, "kind", requestEventKinds, what);
+    const id = expectString(obj, "id", what, maxIdLength);
+    switch (kind) {
+        case "tokens": return {kind, id, text: expectString(obj, "text", what), times: expectNumberArray(obj, "times", what)};
+        case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
+        case "finished": {
+            const event: RequestEvent = {
+                kind, id, t: expectNumber(obj, "t", what), reason: expectOneOf(obj, "reason", finishReasons, what),
+                promptTokens: expectInteger(obj, "promptTokens", what), generatedTokens: expectInteger(obj, "generatedTokens", what)
+            };
+            const error = optionalString(obj, "error", what);
+            if (error !== undefined) event.error = error;
+            return event;
+        }
+        default: return {kind, id, t: expectNumber(obj, "t", what)};
+    }
+}
+
+function parseStepStats(value: unknown): StepStats {
+    const obj = expectObject(value, "step");
+    return {
+        t: expectNumber(obj, "t", "step"),
+        running: expectInteger(obj, "running", "step"),
+        waiting: expectInteger(obj, "waiting", "step"),
+        stepTokens: expectInteger(obj, "stepTokens", "step"),
+        kvUsedTokens: expectInteger(obj, "kvUsedTokens", "step"),
+        kvCapacityTokens: expectInteger(obj, "kvCapacityTokens", "step")
+    };
+}
+
+function parseEngineInfo(value: unknown): EngineInfo {
+    const obj = expectObject(value, "info");
+    const model = expectObject(obj.model, "info.model");
+    const gpuDevices = expectArray(obj, "gpuDevices", "info", 64);
+    if (!gpuDevices.every((name) => typeof name === "string"))
+        throw new ProtocolError("info.gpuDevices: expected strings");
+    return {
+        pid: expectInteger(obj, "pid", "info"),
+        backend: expectOneOf(obj, "backend", ["cuda", "vulkan", "metal", "cpu"] as const, "info"),
+        gpuDevices: gpuDevices as string[],
+        vramTotalBytes: expectNumber(obj, "vramTotalBytes", "info"),
+        vramUsedBytes: expectNumber(obj, "vramUsedBytes", "info"),
+        model: {
+            path: expectString(model, "path", "info.model"),
+            name: expectString(model, "name", "info.model"),
+            architecture: expectString(model, "architecture", "info.model"),
+            parameterCount: expectNumber(model, "parameterCount", "info.model"),
+            quantization: expectString(model, "quantization", "info.model"),
+            sizeBytes: expectNumber(model, "sizeBytes", "info.model"),
+            trainContextLength: expectInteger(model, "trainContextLength", "info.model")
+        },
+        contextSize: expectInteger(obj, "contextSize", "info"),
+        parallel: expectInteger(obj, "parallel", "info"),
+        threads: expectInteger(obj, "threads", "info"),
+        statsIntervalMs: expectNumber(obj, "statsIntervalMs", "info"),
+        loadMs: expectNumber(obj, "loadMs", "info")
+    };
+}
+
+function parseErrorInfo(value: unknown): EngineErrorInfo {
+    const obj = expectObject(value, "error");
+    const info: EngineErrorInfo = {name: expectString(obj, "name", "error"), message: expectString(obj, "message", "error")};
+    const code = optionalString(obj, "code", "error");
+    if (code !== undefined) info.code = code;
+    return info;
+}
+
+/** Validates a message arriving at the host from the engine; throws ProtocolError. */
+export function parseEngineToHost(value: unknown): EngineToHost {
+    const obj: JsonObject = expectObject(value, "message");
+    switch (obj.type) {
+        case "outputs": return {type: "outputs", events: expectArray(obj, "events", "outputs").map(parseRequestEvent), step: parseStepStats(obj.step)};
+        case "loading": return {type: "loading", progress: expectNumber(obj, "progress", "loading")};
+        case "ready": return {type: "ready", info: parseEngineInfo(obj.info)};
+        case "loadFailed": return {type: "loadFailed", error: parseErrorInfo(obj.error)};
+        case "pong": return {type: "pong", seq: expectInteger(obj, "seq", "pong"), hostTime: expectNumber(obj, "hostTime", "pong"), engineTime: expectNumber(obj, "engineTime", "pong")};
+        case "rejected": return {type: "rejected", reason: expectString(obj, "reason", "rejected")};
+        case "log": return {type: "log", level: expectOneOf(obj, "level", ["info", "warn", "error"] as const, "log"), message: expectString(obj, "message", "log")};
+        default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
+    }
+}

@@ -1,0 +1,74 @@
+import {Engine} from "../../../engine/engine.js";
+import type {EngineOptions} from "../../../engine/engineOptions.js";
+import type {EngineToHost, HostToEngine} from "../../../engine/protocol/engineMessages.js";
+import type {EngineExit, EngineTransport} from "./engineTransport.js";
+
+/**
+ * Runs the engine inside the host process: same Engine, same messages, same stats worker thread and
+ * channel, no serialization. Model files are validated in JS before llama.cpp sees them (see
+ * modelLoader), since a native abort here would take the host down.
+ */
+export class InProcessTransport implements EngineTransport {
+    readonly mode = "inProcess";
+    readonly pid = process.pid;
+    private engine: Engine | undefined;
+    private stopped = false;
+    private readonly early: HostToEngine[] = [];
+    private messageHandler: ((message: unknown, validated: boolean) => void) | undefined;
+    private readonly exitHandlers: Array<(exit: EngineExit) => void> = [];
+
+    constructor(options: EngineOptions) {
+        void Engine.start(options, (message) => this.deliver(message)).then((engine) => {
+            if (engine === undefined)
+                return this.exit({code: 1, signal: null, description: "model failed to load"});
+            if (this.stopped)
+                return void engine.dispose();
+            this.engine = engine;
+            for (const message of this.early.splice(0))
+                engine.handle(message);
+        });
+    }
+
+    onMessage(handler: (message: unknown, validated: boolean) => void): void {
+        this.messageHandler = handler;
+    }
+
+    onExit(handler: (exit: EngineExit) => void): void {
+        this.exitHandlers.push(handler);
+    }
+
+    send(message: HostToEngine): void {
+        if (this.stopped)
+            return;
+        // Asynchronous like IPC, so callers see the same ordering in both modes.
+        queueMicrotask(() => {
+            if (this.engine === undefined)
+                this.early.push(message);
+            else
+                this.engine.handle(message);
+        });
+    }
+
+    async shutdown(): Promise<void> {
+        if (this.stopped)
+            return;
+        this.stopped = true;
+        await this.engine?.dispose();
+        this.exit({code: 0, signal: null, description: "stopped"});
+    }
+
+    recentStderr(): string {
+        return "";
+    }
+
+    private deliver(message: EngineToHost): void {
+        if (!this.stopped || message.type === "outputs")
+            this.messageHandler?.(message, true);
+    }
+
+    private exit(exit: EngineExit): void {
+        this.stopped = true;
+        for (const handler of this.exitHandlers)
+            handler(exit);
+    }
+}

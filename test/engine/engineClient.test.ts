@@ -1,0 +1,218 @@
+/**
+ * The engine through EngineClient, in both architectures, on a real generated model with real
+ * node-llama-cpp: generation, concurrency, cancellation, priority preemption, bad input, and the
+ * stats channel's heartbeat while the engine's main thread is blocked.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import WebSocket from "ws";
+import {statsSecretHeader} from "../../engine/protocol/statsMessages.js";
+import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engine/engineClient.js";
+import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
+import type {RequestResult} from "../../extension/host/engine/requestHandle.js";
+import type {ReceivedSnapshot} from "../../extension/host/engine/statsChannelServer.js";
+import {tinyModelPath} from "../helpers/testModels.js";
+
+const prompt = "Once upon a time there was a little robot";
+
+async function startClient(options: EngineClientOptions): Promise<EngineClient> {
+    const client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, ...options});
+    await client.start();
+    return client;
+}
+
+function assertOrdered(result: RequestResult): void {
+    const t = result.timings;
+    const chain = [t.arrival, t.inputProcessed, t.queued, t.scheduled, t.firstToken, t.lastToken, t.finished];
+    for (let i = 1; i < chain.length; i++) {
+        assert.ok(chain[i] !== undefined, `timing ${i} missing`);
+        // engine timestamps are corrected by a measured offset: allow 1 ms of measurement error
+        assert.ok(chain[i]! >= chain[i - 1]! - 1, `timings out of order at ${i}: ${JSON.stringify(t)}`);
+    }
+    assert.ok(t.firstDelivered! >= t.arrival);
+    assert.ok(t.lastDelivered >= t.firstDelivered!);
+}
+
+for (const mode of ["process", "inProcess"] as EngineMode[]) {
+    describe(`engine (${mode})`, () => {
+        let client: EngineClient;
+        const events: HostRequestEvent[] = [];
+
+        before(async () => {
+            client = await startClient({mode, parallel: 4, statsIntervalMs: 200});
+            client.on("request", (event) => events.push(event));
+        });
+        after(async () => {
+            await client.stop();
+        });
+
+        test("reports backend, model metadata and a CPU backend here", () => {
+            const info = client.info!;
+            assert.equal(info.backend, "cpu");
+            assert.equal(info.model.architecture, "llama");
+            assert.ok(info.model.parameterCount > 500_000 && info.model.parameterCount < 2_000_000, String(info.model.parameterCount));
+            assert.equal(info.parallel, 4);
+            assert.equal(info.contextSize, 1024);
+            assert.equal(info.threads, 1);
+            assert.equal(info.pid === process.pid, mode === "inProcess");
+        });
+
+        test("generates exactly maxTokens with ignoreEos and reports the whole lifecycle", async () => {
+            const handle = client.generate({prompt, maxTokens: 24, ignoreEos: true, seed: 7});
+            let streamed = "";
+            let chunks = 0;
+            for await (const chunk of handle) {
+                streamed += chunk.text;
+                chunks++;
+            }
+            const result = await handle.done;
+            assert.equal(result.reason, "length");
+            assert.equal(result.generatedTokens, 24);
+            assert.equal(result.tokenTimes.length, 24);
+            assert.equal(result.text, streamed);
+            assert.ok(chunks >= 1);
+            assert.ok(result.promptTokens > 3);
+            assertOrdered(result);
+            const kinds = events.filter((e) => e.id === handle.id).map((e) => e.kind);
+            assert.deepEqual(kinds.filter((k) => k !== "tokens"), ["arrival", "inputProcessed", "queued", "scheduled", "finished"]);
+        });
+
+        test("8 concurrent requests on 4 sequences all complete with their exact token counts", async () => {
+            const lengths = [5, 9, 13, 17, 21, 25, 29, 33];
+            const steps: number[] = [];
+            const onStep = (step: {running: number}) => steps.push(step.running);
+            client.on("step", onStep);
+            const results = await Promise.all(lengths.map((maxTokens, i) =>
+                client.generate({prompt: `${prompt} number ${i}`, maxTokens, ignoreEos: true}).done));
+            client.off("step", onStep);
+            assert.deepEqual(results.map((r) => r.generatedTokens), lengths);
+            assert.ok(results.every((r) => r.reason === "length"));
+            assert.ok(Math.max(...steps) === 4, `at most 4 run at once and 4 did (saw ${Math.max(...steps)})`);
+        });
+
+        test("cancel while queued and while running", async () => {
+            const blockers = [0, 1, 2, 3].map(() => client.generate({prompt, maxTokens: 400, ignoreEos: true}));
+            const queued = client.generate({prompt, maxTokens: 10, ignoreEos: true});
+            await new Promise<void>((resolve) => blockers[0]!.onChunk(() => resolve()));
+            queued.cancel();
+            const queuedResult = await queued.done;
+            assert.equal(queuedResult.reason, "abort");
+            assert.equal(queuedResult.generatedTokens, 0);
+            assert.equal(queuedResult.timings.scheduled, undefined, "never scheduled");
+            for (const blocker of blockers)
+                blocker.cancel();
+            const blockerResults = await Promise.all(blockers.map((b) => b.done));
+            for (const result of blockerResults) {
+                assert.equal(result.reason, "abort");
+                assert.ok(result.generatedTokens < 400);
+            }
+        });
+
+        test("prompt longer than the context, maxTokens <= 0: the request ends with a typed error", async () => {
+            const long = await client.generate({prompt: "word ".repeat(3000), maxTokens: 8}).done;
+            assert.equal(long.reason, "error");
+            assert.match(long.error!, /context holds 1024 tokens/);
+            const zero = await client.generate({prompt, maxTokens: 0}).done;
+            assert.equal(zero.reason, "error");
+            assert.match(zero.error!, /maxTokens/);
+            const ok = await client.generate({prompt, maxTokens: 3, ignoreEos: true}).done;
+            assert.equal(ok.generatedTokens, 3, "the engine still serves");
+        });
+
+        test("chat messages are rendered and served", async () => {
+            const result = await client.generate({messages: [{role: "system", content: "Be brief."}, {role: "user", content: "Hi!"}], maxTokens: 6, ignoreEos: true}).done;
+            assert.equal(result.reason, "length");
+            assert.equal(result.generatedTokens, 6);
+        });
+
+        test("the ledger accounts for every request", () => {
+            const ledger = client.ledger;
+            const ended = Object.values(ledger.byReason).reduce((a, b) => a + b, 0);
+            assert.equal(ledger.arrived, ended + ledger.inFlight);
+            assert.equal(ledger.inFlight, 0);
+        });
+    });
+
+    describe(`priority preemption (${mode})`, () => {
+        let client: EngineClient;
+        before(async () => {
+            client = await startClient({mode, parallel: 1, statsIntervalMs: 0});
+        });
+        after(async () => {
+            await client.stop();
+        });
+
+        test("a higher-priority request preempts the running one, which still completes with all its tokens", async () => {
+            const events: HostRequestEvent[] = [];
+            client.on("request", (event) => events.push(event));
+            const low = client.generate({prompt, maxTokens: 300, ignoreEos: true, priority: 0});
+            await new Promise<void>((resolve) => low.onChunk(() => resolve()));
+            const high = client.generate({prompt: "High priority", maxTokens: 10, ignoreEos: true, priority: 5});
+            const [lowResult, highResult] = await Promise.all([low.done, high.done]);
+            assert.equal(highResult.generatedTokens, 10);
+            assert.equal(lowResult.reason, "length");
+            assert.equal(lowResult.generatedTokens, 300, "recomputed after preemption and completed");
+            assert.equal(lowResult.tokenTimes.length, 300);
+            assert.ok(lowResult.preemptions >= 1);
+            assert.ok(events.some((e) => e.kind === "preempted" && e.id === low.id));
+            assert.ok(highResult.timings.finished < lowResult.timings.finished, "high finished first");
+        });
+
+        test("equal priority never preempts", async () => {
+            const a = client.generate({prompt, maxTokens: 40, ignoreEos: true, priority: 1});
+            await new Promise<void>((resolve) => a.onChunk(() => resolve()));
+            const b = client.generate({prompt, maxTokens: 5, ignoreEos: true, priority: 1});
+            const [ra, rb] = await Promise.all([a.done, b.done]);
+            assert.equal(ra.preemptions, 0);
+            assert.ok(rb.timings.scheduled! >= ra.timings.finished - 1, "b waited for a");
+        });
+    });
+
+    describe(`stats channel (${mode})`, () => {
+        let client: EngineClient;
+        before(async () => {
+            client = await startClient({mode, parallel: 2, statsIntervalMs: 1000, allowDebugRequests: true});
+        });
+        after(async () => {
+            await client.stop();
+        });
+
+        test("snapshots keep coming while the engine's main thread is blocked for 5 s", async () => {
+            const snapshots: ReceivedSnapshot[] = [];
+            client.on("stats", (s) => snapshots.push(s));
+            const warm = await client.generate({prompt, maxTokens: 4, ignoreEos: true}).done;
+            assert.equal(warm.generatedTokens, 4);
+            const blockStart = Date.now();
+            const blocked = client.generate({prompt, maxTokens: 4, ignoreEos: true, debugBlockMs: 5000});
+            const result = await blocked.done;
+            assert.equal(result.generatedTokens, 4, "the request completes after the block");
+            // In-process, the host shares the blocked thread: the frames sent meanwhile are read right after.
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            const during = snapshots.filter((s) => s.t > blockStart && s.t < blockStart + 5000 && s.running === 1);
+            assert.ok(during.length >= 4, `at least 4 snapshots sent during the block, got ${during.length}`);
+            const growing = during.map((s) => s.msSinceLastStep);
+            assert.ok(growing.at(-1)! > growing[0]!, `time since last step grows: ${growing.join(", ")}`);
+            assert.ok(growing.at(-1)! >= 3000, `reached ${growing.at(-1)} ms`);
+            if (mode === "process") {
+                // The host's own thread is free in process mode, so the snapshots arrive on time.
+                const received = snapshots.filter((s) => s.receivedAt > blockStart && s.receivedAt < blockStart + 5000);
+                assert.ok(received.length >= 4, `received ${received.length} during the block`);
+            }
+        });
+
+        test("a stats client without the secret is refused; bad frames are counted, not fatal", async () => {
+            const url = client.statsUrl!;
+            const before = client.statsRejectedCount;
+            for (const headers of [{}, {[statsSecretHeader]: "wrong"}]) {
+                const status = await new Promise<number>((resolve) => {
+                    const ws = new WebSocket(url, {headers});
+                    ws.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+                    ws.on("open", () => resolve(101));
+                    ws.on("error", () => undefined);
+                });
+                assert.equal(status, 401);
+            }
+            assert.equal(client.statsRejectedCount, before + 2);
+        });
+    });
+}
