@@ -1,0 +1,26 @@
+import {Xoshiro128, nextUnit} from "../../../engine/seededRandom.js";
+
+const words = [
+    "the", "a", "little", "girl", "boy", "dog", "cat", "sun", "tree", "house", "ran", "saw", "happy", "big", "small",
+    "day", "park", "friend", "played", "with", "and", "was", "to", "in", "on", "her", "his", "they", "went", "home",
+    "ball", "red", "blue", "sky", "water", "bird", "flew", "over", "under", "said", "hello", "time", "once", "upon", "there"
+];
+
+/**
+ * A seeded prompt of about `tokens` tokens: common English words, most of which are one token in
+ * llama-style vocabularies. Exact prompt token counts come back from the engine and are what the
+ * benchmark reports.
+ */
+export function makePrompt(rng: Xoshiro128, tokens: number): string {
+    const parts: string[] = [];
+    for (let i = 0; i < tokens; i++)
+        parts.push(words[rng.nextUint32() % words.length]!);
+    return parts.join(" ");
+}
+
+/** Seconds until the next Poisson arrival at `rate` per second; 0 when the rate is infinite. */
+export function nextArrivalGapS(rng: Xoshiro128, rate: number): number {
+    if (!Number.isFinite(rate))
+        return 0;
+    return -Math.log(1 - nextUnit(rng)) / rate;
+}

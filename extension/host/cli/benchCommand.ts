@@ -1,0 +1,54 @@
+import fs from "node:fs";
+import {runBenchmark, type BenchIo} from "../bench/runBenchmark.js";
+import {benchUsage, parseBenchArgs, UsageError, type BenchOptions} from "../bench/benchOptions.js";
+import {formatBenchTable} from "../bench/benchMetrics.js";
+import {EngineLoadError} from "../engine/engineClient.js";
+
+export type CliIo = {stdout: (text: string) => void, stderr: (text: string) => void, isTty: boolean};
+
+/** `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats, 2 on usage errors. */
+export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
+    let options: BenchOptions;
+    try {
+        options = parseBenchArgs(args, io.isTty);
+    } catch (error) {
+        if (error instanceof UsageError) {
+            io.stderr(`${error.message}\n\n${benchUsage}`);
+            return 2;
+        }
+        throw error;
+    }
+    try {
+        const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
+        io.stdout(`${formatBenchTable(run.metrics)}\n`);
+        io.stdout(`Engine: ${run.info.backend.toUpperCase()} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"}\n`);
+        if (run.statsAgreement !== undefined)
+            io.stdout(`${run.statsAgreement.detail}\n`);
+        if (options.jsonPath !== undefined) {
+            const json = {
+                ...run.metrics,
+                stats: options.stats ? "on" : "off",
+                mode: options.mode === "inProcess" ? "in-process" : "process",
+                model_name: run.info.model.name,
+                model_path: run.info.model.path,
+                backend: run.info.backend,
+                num_prompts: options.numPrompts,
+                input_len: options.inputLen,
+                output_len: options.outputLen,
+                max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
+                request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",
+                parallel: run.info.parallel,
+                threads: run.info.threads,
+                stats_agree: run.statsAgreement?.ok ?? null
+            };
+            fs.writeFileSync(options.jsonPath, JSON.stringify(json, null, 2) + "\n");
+        }
+        return run.statsAgreement?.ok === false ? 1 : 0;
+    } catch (error) {
+        if (error instanceof EngineLoadError) {
+            io.stderr(`Could not start the engine: ${error.message}\n`);
+            return 1;
+        }
+        throw error;
+    }
+}

@@ -1,0 +1,136 @@
+/**
+ * `npm run bench:engine -- [--json FILE] [--models small,medium] [--tokens N] [--repeats R] [--threads T]`
+ *
+ * Decode tokens/s through Engine + EngineClient (process mode, stats on) versus bare node-llama-cpp
+ * `sequence.evaluate` loops on one context, with the same model, threads and context, at 1, 2, 4 and
+ * 8 concurrent requests. Runs interleave engine and bare measurements and report the median of
+ * `--repeats`, so machine noise hits both sides alike. Also measures single-stream decode at 1 and
+ * 2 threads to justify the default. A benchmark, not a test: it prints numbers and asserts nothing.
+ */
+import fs from "node:fs";
+import {parseArgs} from "node:util";
+import {nowMs} from "../engine/clock.js";
+import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
+import {ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
+import {EngineClient} from "../extension/host/engine/engineClient.js";
+
+const {values} = parseArgs({
+    options: {
+        json: {type: "string"},
+        models: {type: "string", default: "small,medium"},
+        tokens: {type: "string", default: "48"},
+        repeats: {type: "string", default: "3"},
+        threads: {type: "string", default: "1"}
+    },
+    strict: true
+});
+const models = values.models.split(",") as DemoModelSize[];
+const tokens = Number(values.tokens);
+const repeats = Number(values.repeats);
+const threads = Number(values.threads);
+const concurrencies = [1, 2, 4, 8];
+const contextSize = 4096;
+const prompt = "Once upon a time, in a small town by the sea, there lived";
+
+/** Decode rate of a set of streams: tokens after each first token over the span they took. */
+function decodeRate(streams: number[][]): number {
+    const firsts = streams.map((times) => times[0]!);
+    const lasts = streams.map((times) => times[times.length - 1]!);
+    const decoded = streams.reduce((sum, times) => sum + times.length - 1, 0);
+    return decoded / ((Math.max(...lasts) - Math.min(...firsts)) / 1000);
+}
+
+function median(values: number[]): number {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function bareRun(context: LlamaContext, promptTokens: Token[], n: number): Promise<number> {
+    const sequences = Array.from({length: n}, () => context.getSequence());
+    try {
+        const streams = await Promise.all(sequences.map(async (sequence, i) => {
+            const times: number[] = [];
+            for await (const _token of sequence.evaluate(promptTokens, {temperature: 0.8, seed: i, yieldEogToken: true})) {
+                times.push(nowMs());
+                if (times.length >= tokens)
+                    break;
+            }
+            return times;
+        }));
+        return decodeRate(streams);
+    } finally {
+        for (const sequence of sequences)
+            await sequence.dispose();
+    }
+}
+
+async function engineRun(client: EngineClient, n: number): Promise<number> {
+    const results = await Promise.all(Array.from({length: n}, (_, i) =>
+        client.generate({prompt, maxTokens: tokens, temperature: 0.8, seed: i, ignoreEos: true}).done));
+    return decodeRate(results.map((result) => result.tokenTimes));
+}
+
+async function main(): Promise<void> {
+    const {getLlama, LlamaLogLevel} = await importNodeLlamaCpp();
+    const llama = await getLlama({gpu: "auto", build: "never", logLevel: LlamaLogLevel.error});
+    const results: Array<{model: string, n: number, engine_tokens_per_s: number, bare_tokens_per_s: number, ratio: number}> = [];
+    const threadResults: Array<{model: string, threads: number, tokens_per_s: number}> = [];
+
+    for (const size of models) {
+        const modelPath = await ensureDemoModel({size});
+        const model = await llama.loadModel({modelPath});
+        const context = await model.createContext({sequences: 8, contextSize, threads: {ideal: threads, min: 1}});
+        const promptTokens = model.tokenize(prompt, false);
+        const client = new EngineClient({modelPath, threads, parallel: 8, contextSize, statsIntervalMs: 1000});
+        await client.start();
+        await engineRun(client, 1); // warm up both sides
+        await bareRun(context, promptTokens, 1);
+        for (const n of concurrencies) {
+            const engine: number[] = [];
+            const bare: number[] = [];
+            for (let r = 0; r < repeats; r++) {
+                engine.push(await engineRun(client, n));
+                bare.push(await bareRun(context, promptTokens, n));
+            }
+            const row = {model: size, n, engine_tokens_per_s: median(engine), bare_tokens_per_s: median(bare), ratio: median(engine) / median(bare)};
+            results.push(row);
+            console.log(`${size.padEnd(7)} n=${n}  engine ${row.engine_tokens_per_s.toFixed(1).padStart(7)} tok/s  bare ${row.bare_tokens_per_s.toFixed(1).padStart(7)} tok/s  ratio ${row.ratio.toFixed(3)}`);
+        }
+        await client.stop();
+        await context.dispose();
+
+        for (const t of [1, 2]) {
+            const threadContext = await model.createContext({sequences: 1, contextSize: 1024, threads: {ideal: t, min: t}});
+            const rates: number[] = [];
+            for (let r = 0; r < repeats; r++)
+                rates.push(await bareRun(threadContext, promptTokens, 1));
+            await threadContext.dispose();
+            threadResults.push({model: size, threads: t, tokens_per_s: median(rates)});
+            console.log(`${size.padEnd(7)} threads=${t}  single-stream decode ${median(rates).toFixed(1)} tok/s`);
+        }
+        await model.dispose();
+    }
+
+    const scaling = models.map((size) => {
+        const byN = (n: number) => results.find((r) => r.model === size && r.n === n)!;
+        return {model: size, engine_n8_over_n1: byN(8).engine_tokens_per_s / byN(1).engine_tokens_per_s,
+            bare_n8_over_n1: byN(8).bare_tokens_per_s / byN(1).bare_tokens_per_s};
+    });
+    for (const s of scaling)
+        console.log(`${s.model.padEnd(7)} scaling n=8 vs n=1: engine ${s.engine_n8_over_n1.toFixed(2)}x, bare ${s.bare_n8_over_n1.toFixed(2)}x`);
+    const bestThreads = models.map((size) => {
+        const rows = threadResults.filter((r) => r.model === size);
+        return {model: size, threads: rows.reduce((best, r) => r.tokens_per_s > best.tokens_per_s ? r : best).threads};
+    });
+    console.log(`min ratio ${Math.min(...results.map((r) => r.ratio)).toFixed(3)} (target >= 0.97); backend ${llama.gpu === false ? "cpu" : llama.gpu}`);
+    const report = {backend: llama.gpu === false ? "cpu" : llama.gpu, tokens_per_request: tokens, repeats, threads, results, scaling, thread_results: threadResults, best_threads: bestThreads};
+    if (values.json !== undefined)
+        fs.writeFileSync(values.json, JSON.stringify(report, null, 2) + "\n");
+    await llama.dispose();
+}
+
+main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+});
