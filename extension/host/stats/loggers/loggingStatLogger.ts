@@ -1,0 +1,94 @@
+import {nowMs} from "../../../../engine/clock.js";
+import type {StatLogger, StatUpdate} from "./statLogger.js";
+
+export type LoggingStatLoggerOptions = {
+    /** Where each line goes (an output channel, stdout). Required. */
+    write: (line: string) => void,
+    /** Seconds between lines (vLLM's `VLLM_LOG_STATS_INTERVAL`). Default 10. */
+    logIntervalS?: number,
+    /** The engine's index in the prefix `Engine 000:`. Default 0. */
+    engineIndex?: number,
+    /** Clock for the start of the first interval, epoch ms. Default `nowMs`. */
+    now?: () => number
+};
+
+/**
+ * vLLM's periodic log line, every `logIntervalS`:
+ * `Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs, GPU KV cache usage: Z%`
+ * (`KV cache usage` on the CPU backend). Throughputs are the tokens recorded in the interval over its
+ * length. Quiet when idle: no line when the interval and the one before it had no tokens and nothing
+ * running or waiting — so the interval in which activity stopped is still reported, once.
+ */
+export class LoggingStatLogger implements StatLogger {
+    private readonly write: (line: string) => void;
+    private readonly intervalMs: number;
+    private readonly prefix: string;
+    private lastLogAt: number;
+    private promptTokens = 0;
+    private generationTokens = 0;
+    private running = 0;
+    private waiting = 0;
+    private kvCacheUsage = 0;
+    private cpu = false;
+    private lastActive = false;
+
+    constructor(options: LoggingStatLoggerOptions) {
+        const intervalS = options.logIntervalS ?? 10;
+        if (!(intervalS > 0))
+            throw new RangeError(`logIntervalS must be > 0, got ${intervalS}`);
+        this.write = options.write;
+        this.intervalMs = intervalS * 1000;
+        this.prefix = `Engine ${String(options.engineIndex ?? 0).padStart(3, "0")}: `;
+        this.lastLogAt = (options.now ?? nowMs)();
+    }
+
+    record(update: StatUpdate): void {
+        switch (update.type) {
+            case "tokens":
+                this.promptTokens += update.promptTokens;
+                this.generationTokens += update.generationTokens;
+                return;
+            case "gauges":
+                this.running = update.gauges.running;
+                this.waiting = update.gauges.waiting;
+                this.kvCacheUsage = update.gauges.kvCacheUsage;
+                return;
+            case "engine":
+                this.cpu = update.info.backend === "cpu";
+                return;
+            case "reset":
+                this.promptTokens = 0;
+                this.generationTokens = 0;
+                this.lastLogAt = update.t;
+                return;
+            default:
+                return;
+        }
+    }
+
+    log(now: number): void {
+        const elapsedMs = now - this.lastLogAt;
+        if (elapsedMs < this.intervalMs)
+            return;
+        const line = this.formatLine(elapsedMs);
+        const active = this.promptTokens > 0 || this.generationTokens > 0 || this.running > 0 || this.waiting > 0;
+        this.promptTokens = 0;
+        this.generationTokens = 0;
+        this.lastLogAt = now;
+        if (active || this.lastActive)
+            this.write(line);
+        this.lastActive = active;
+    }
+
+    dispose(): void {}
+
+    private formatLine(elapsedMs: number): string {
+        const seconds = elapsedMs / 1000;
+        const promptThroughput = this.promptTokens / seconds;
+        const generationThroughput = this.generationTokens / seconds;
+        return `${this.prefix}Avg prompt throughput: ${promptThroughput.toFixed(1)} tokens/s, ` +
+            `Avg generation throughput: ${generationThroughput.toFixed(1)} tokens/s, ` +
+            `Running: ${this.running} reqs, Waiting: ${this.waiting} reqs, ` +
+            `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(this.kvCacheUsage * 100).toFixed(1)}%`;
+    }
+}

@@ -1,0 +1,67 @@
+import http from "node:http";
+import type {AddressInfo} from "node:net";
+
+export class PrometheusPortInUseError extends Error {
+    override readonly name = "PrometheusPortInUseError";
+    constructor(readonly port: number, readonly host: string) {
+        super(`Prometheus port ${port} is already in use`);
+    }
+}
+
+export class PrometheusServerError extends Error {
+    override readonly name = "PrometheusServerError";
+}
+
+export type MetricsBody = {contentType: string, body: string};
+
+/** A minimal HTTP server answering `GET /metrics` (and HEAD); 404 elsewhere, 405 for other methods. */
+export class MetricsHttpServer {
+    private constructor(private readonly server: http.Server, readonly host: string, readonly port: number) {}
+
+    static async listen(host: string, port: number, render: () => Promise<MetricsBody>): Promise<MetricsHttpServer> {
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+            throw new PrometheusServerError(`Prometheus port must be an integer from 0 to 65535, got ${port}`);
+        const server = http.createServer((request, response) => {
+            const path = (request.url ?? "/").split("?")[0];
+            if (path !== "/metrics") {
+                response.writeHead(404, {"content-type": "text/plain; charset=utf-8"}).end("Not found. Metrics are at /metrics\n");
+                return;
+            }
+            if (request.method !== "GET" && request.method !== "HEAD") {
+                response.writeHead(405, {allow: "GET, HEAD"}).end();
+                return;
+            }
+            render().then(({contentType, body}) => {
+                response.writeHead(200, {"content-type": contentType});
+                response.end(request.method === "HEAD" ? undefined : body);
+            }, (error: unknown) => {
+                response.writeHead(500, {"content-type": "text/plain; charset=utf-8"}).end(`metrics failed: ${String(error)}\n`);
+            });
+        });
+        await new Promise<void>((resolve, reject) => {
+            const onError = (error: NodeJS.ErrnoException): void => {
+                reject(error.code === "EADDRINUSE"
+                    ? new PrometheusPortInUseError(port, host)
+                    : new PrometheusServerError(`could not serve Prometheus metrics on ${host}:${port}: ${error.message}`));
+            };
+            server.once("error", onError);
+            server.listen(port, host, () => {
+                server.off("error", onError);
+                resolve();
+            });
+        });
+        return new MetricsHttpServer(server, host, (server.address() as AddressInfo).port);
+    }
+
+    get url(): string {
+        const host = this.host.includes(":") ? `[${this.host}]` : this.host;
+        return `http://${host}:${this.port}/metrics`;
+    }
+
+    async close(): Promise<void> {
+        await new Promise<void>((resolve) => {
+            this.server.close(() => resolve());
+            this.server.closeAllConnections();
+        });
+    }
+}

@@ -1,0 +1,197 @@
+/**
+ * What StatsManager shows its views: a full snapshot for a view that opens, then compact deltas.
+ * Everything here is plain JSON (no classes, no undefined-valued keys, no Infinity/NaN).
+ *
+ * Units: timestamps are epoch milliseconds on the host clock; derived durations are **seconds**
+ * (like vLLM's metrics, e.g. `ttftS`); lengths are tokens; usage fractions are 0..1.
+ */
+import type {EngineInfo, FinishReason} from "../../../engine/protocol/engineMessages.js";
+
+/** What the engine is doing, as the panel shows it. */
+export type EngineStateName = "loading" | "idle" | "busy" | "stalled" | "crashed" | "stopped";
+
+export const latencyMetrics = ["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"] as const;
+/** Durations in seconds: time to first token, inter-token latency, time per output token, e2e, and the phases. */
+export type LatencyMetric = typeof latencyMetrics[number];
+
+export const lengthMetrics = ["promptTokens", "generationTokens"] as const;
+/** Per-request lengths in tokens. */
+export type LengthMetric = typeof lengthMetrics[number];
+
+export const histogramMetrics = [...latencyMetrics, ...lengthMetrics] as const;
+export type HistogramMetric = LatencyMetric | LengthMetric;
+
+/**
+ * A histogram with Prometheus bucket semantics (value <= bound). `counts` are per bucket, NOT
+ * cumulative, and have one more entry than `bounds`: the overflow (+Inf) bucket.
+ */
+export type HistogramView = {bounds: number[], counts: number[], sum: number, count: number};
+
+/** Exact statistics of the values recorded in the percentile window (numpy-style linear percentiles). */
+export type PercentileSummary = {
+    count: number,
+    mean: number | null,
+    p50: number | null,
+    p90: number | null,
+    p99: number | null,
+    max: number | null
+};
+
+/**
+ * How requests ended. Invariant at every moment: arrived = completed + failed + aborted + inFlight,
+ * with completed = stop + length, failed = error, aborted = abort.
+ */
+export type RequestLedgerView = {
+    arrived: number,
+    inFlight: number,
+    completed: number,
+    failed: number,
+    aborted: number,
+    byReason: Record<FinishReason, number>
+};
+
+export type StatsCounters = {
+    /** Prompt tokens prefilled (counted when a request's first token arrives, as vLLM does). */
+    promptTokens: number,
+    /** Generated tokens, counted as they arrive. */
+    generationTokens: number,
+    requests: RequestLedgerView,
+    preemptions: number,
+    /** Messages refused by the host, the engine or the stats channel. */
+    rejectedMessages: number,
+    /** Lifecycle events for requests this manager does not track (unknown id, already finished, duplicate arrival). */
+    ignoredEvents: number
+};
+
+export type StatsGauges = {
+    running: number,
+    waiting: number,
+    kvUsedTokens: number,
+    kvCapacityTokens: number,
+    /** kvUsedTokens / kvCapacityTokens, 0..1 (0 when the capacity is unknown). */
+    kvCacheUsage: number,
+    vramUsedBytes: number,
+    vramTotalBytes: number,
+    /** Time since the engine last finished a step while requests run; 0 when nothing runs. */
+    msSinceLastStep: number,
+    /** Sliding-window throughputs (window: `throughputWindowMs`). */
+    promptTokensPerS: number,
+    generationTokensPerS: number,
+    /** Finished requests (any reason) per second. */
+    requestsPerS: number
+};
+
+/** One sample of the time series, taken every `sampleIntervalMs`. */
+export type TimeSeriesPoint = {
+    t: number,
+    promptTokensPerS: number,
+    generationTokensPerS: number,
+    requestsPerS: number,
+    /** Percentiles of the values recorded since the previous sample; null when there were none. */
+    ttftP50S: number | null,
+    ttftP99S: number | null,
+    itlP50S: number | null,
+    itlP99S: number | null,
+    running: number,
+    waiting: number,
+    kvCacheUsage: number,
+    vramUsedBytes: number
+};
+
+export type RequestPhase = "input" | "waiting" | "running" | "preempted" | "finished";
+
+/** Derived per-request metrics (seconds), present once both ends of the interval are known. */
+export type RequestMetrics = {
+    ttftS?: number,
+    e2eS?: number,
+    queueS?: number,
+    prefillS?: number,
+    decodeS?: number,
+    inferenceS?: number,
+    /** decode / (generated − 1); only when at least 2 tokens were generated. */
+    tpotS?: number
+};
+
+/** One request's whole lifecycle, for the per-request waterfall. Timestamps: epoch ms, host clock. */
+export type RequestRecord = {
+    id: string,
+    phase: RequestPhase,
+    priority: number,
+    maxTokens: number,
+    arrival: number,
+    inputProcessed?: number,
+    queued?: number,
+    scheduled?: number,
+    firstToken?: number,
+    lastToken?: number,
+    /** When the host received the first output carrying tokens. */
+    firstDelivered?: number,
+    /** Engine time of the finish. */
+    finished?: number,
+    /** When the host received the finish (the last delivery). */
+    lastDelivered?: number,
+    /** Engine times of preemptions (at most the first 100). */
+    preemptions: number[],
+    reason?: FinishReason,
+    error?: string,
+    promptTokens: number,
+    generatedTokens: number,
+    metrics: RequestMetrics
+};
+
+export type StatsConfigView = {
+    sampleIntervalMs: number,
+    throughputWindowMs: number,
+    percentileWindowMs: number,
+    stallThresholdMs: number,
+    maxRecentRequests: number
+};
+
+/** Everything a freshly opened view needs. */
+export type StatsSnapshotView = {
+    t: number,
+    config: StatsConfigView,
+    engine: EngineInfo | null,
+    state: EngineStateName,
+    counters: StatsCounters,
+    gauges: StatsGauges,
+    percentiles: Record<HistogramMetric, PercentileSummary>,
+    histograms: Record<HistogramMetric, HistogramView>,
+    /** Oldest first. */
+    timeSeries: TimeSeriesPoint[],
+    /** The most recent requests (by arrival), oldest first. */
+    requests: RequestRecord[]
+};
+
+/**
+ * What changed since the previous delta to the same subscriber (or since it subscribed). Only keys
+ * that changed are present; a section's present keys replace the view's values whole.
+ */
+export type StatsDelta = {
+    t: number,
+    /** 1, 2, 3… per subscriber; a gap means a lost delta (re-request a snapshot). */
+    seq: number,
+    engine?: EngineInfo | null,
+    state?: EngineStateName,
+    counters?: Partial<StatsCounters>,
+    gauges?: Partial<StatsGauges>,
+    percentiles?: Partial<Record<HistogramMetric, PercentileSummary>>,
+    histograms?: Partial<Record<HistogramMetric, HistogramView>>,
+    /** New points, oldest first. */
+    timeSeries?: TimeSeriesPoint[],
+    /** New or updated requests (replace by id). Views keep at most `maxRecentRequests`, dropping the oldest. */
+    requests?: RequestRecord[],
+    /** After `reset()`: drop everything and start again from this snapshot. */
+    reset?: StatsSnapshotView
+};
+
+/** Totals to check a benchmark's own client-side counts against. */
+export type BenchTotals = {
+    requests: RequestLedgerView,
+    /** vLLM-style counters (prompt tokens counted at prefill, generation tokens as they arrive). */
+    promptTokens: number,
+    generationTokens: number,
+    /** Sums over finished requests of their final prompt/generated token counts (what clients see). */
+    finishedPromptTokens: number,
+    finishedGenerationTokens: number
+};

@@ -1,0 +1,362 @@
+/**
+ * The stat loggers: vLLM's periodic log line (exact text, GPU/CPU wording, quiet when idle) and the
+ * Prometheus exporter, fetched over HTTP and parsed with parse-prometheus-text-format: names, types,
+ * labels and buckets must be vLLM V1's, and the counts what was fed.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import {register as globalRegistry} from "prom-client";
+import type {EngineInfo, FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
+import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
+import {LoggingStatLogger} from "../../extension/host/stats/loggers/loggingStatLogger.js";
+import {PrometheusPortInUseError} from "../../extension/host/stats/loggers/metricsHttpServer.js";
+import {PrometheusStatLogger} from "../../extension/host/stats/loggers/prometheusStatLogger.js";
+import type {EngineGaugeValues} from "../../extension/host/stats/loggers/statLogger.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
+
+/** What parse-prometheus-text-format returns (it ships no types). */
+type PromSample = {value?: string, labels?: Record<string, string>, buckets?: Record<string, string>, count?: string, sum?: string};
+type PromFamily = {name: string, help: string, type: string, metrics: PromSample[]};
+const parsePrometheusTextFormat = require("parse-prometheus-text-format") as (text: string) => PromFamily[];
+
+const T0 = 1_700_000_000_000;
+
+/** Families by name; same-named families (untyped _bucket/_sum/_count runs of several series) merged. */
+function indexFamilies(text: string, histogramsUntyped = false): Map<string, PromFamily> {
+    const source = histogramsUntyped ? text.replace(/^(# TYPE \S+) histogram$/gm, "$1 untyped") : text;
+    const index = new Map<string, PromFamily>();
+    for (const family of parsePrometheusTextFormat(source)) {
+        const known = index.get(family.name);
+        if (known === undefined)
+            index.set(family.name, family);
+        else
+            known.metrics.push(...family.metrics);
+    }
+    return index;
+}
+
+// vLLM V1's buckets (vllm/v1/metrics/loggers.py), written out here independently of buckets.ts.
+const vllmBuckets = {
+    ttft: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0],
+    tokenLatency: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0],
+    requestLatency: [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0],
+    iterationTokens: [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
+    /** build_1_2_5_buckets(2048) */
+    lengths2048: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]
+};
+
+function engineInfo(overrides: Partial<EngineInfo> = {}): EngineInfo {
+    return {
+        pid: 4242, backend: "cuda", gpuDevices: ["Test GPU"], vramTotalBytes: 8e9, vramUsedBytes: 1e9,
+        model: {path: "/models/tiny.gguf", name: "tiny-test", architecture: "llama", parameterCount: 1e6, quantization: "F16",
+            sizeBytes: 2e6, trainContextLength: 4096},
+        contextSize: 2048, parallel: 4, threads: 2, statsIntervalMs: 200, loadMs: 10,
+        ...overrides
+    };
+}
+
+function gauges(overrides: Partial<EngineGaugeValues>): EngineGaugeValues {
+    return {state: "idle", running: 0, waiting: 0, kvCacheUsage: 0, vramUsedBytes: 0, vramTotalBytes: 0, msSinceLastStep: 0, ...overrides};
+}
+
+const step = (t: number, overrides: Partial<StepStats>): StepStats =>
+    ({t, running: 0, waiting: 0, stepTokens: 0, kvUsedTokens: 0, kvCapacityTokens: 2048, ...overrides});
+const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number): HostRequestEvent =>
+    ({kind: "finished", id, t, reason, promptTokens, generatedTokens, receivedAt: t});
+
+describe("LoggingStatLogger", () => {
+    const gpuLine = "Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 25.0 tokens/s, " +
+        "Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 25.0%";
+
+    test("vLLM's line, exactly, once per interval", () => {
+        const lines: string[] = [];
+        const logger = new LoggingStatLogger({write: (line) => lines.push(line), now: () => T0});
+        logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 2048});
+        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 2, waiting: 1, kvCacheUsage: 0.25})});
+        logger.record({type: "tokens", t: T0 + 1, requestId: "a", promptTokens: 100, generationTokens: 1, ttftS: 0.1, itlS: []});
+        logger.record({type: "tokens", t: T0 + 2, requestId: "a", promptTokens: 0, generationTokens: 249, itlS: [0.01]});
+        logger.log(T0 + 9_999);
+        assert.deepEqual(lines, []);
+        logger.log(T0 + 10_000);
+        assert.deepEqual(lines, [gpuLine]);
+    });
+
+    test("says `KV cache usage` on the CPU backend and numbers the engine", () => {
+        const lines: string[] = [];
+        const logger = new LoggingStatLogger({write: (line) => lines.push(line), logIntervalS: 5, engineIndex: 1, now: () => T0});
+        logger.record({type: "engine", t: T0, info: engineInfo({backend: "cpu"}), maxModelLen: 2048});
+        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 1, kvCacheUsage: 0.125})});
+        logger.record({type: "tokens", t: T0 + 1, requestId: "a", promptTokens: 7, generationTokens: 3, ttftS: 0.1, itlS: []});
+        logger.log(T0 + 5_000);
+        assert.deepEqual(lines, ["Engine 001: Avg prompt throughput: 1.4 tokens/s, Avg generation throughput: 0.6 tokens/s, " +
+            "Running: 1 reqs, Waiting: 0 reqs, KV cache usage: 12.5%"]);
+    });
+
+    test("quiet when idle, but reports the interval in which activity stopped", () => {
+        const lines: string[] = [];
+        const logger = new LoggingStatLogger({write: (line) => lines.push(line), now: () => T0});
+        logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 2048});
+        logger.log(T0 + 10_000); // idle from the start: nothing
+        assert.equal(lines.length, 0);
+        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 1})});
+        logger.record({type: "tokens", t: T0 + 10_001, requestId: "a", promptTokens: 20, generationTokens: 30, ttftS: 0.1, itlS: []});
+        logger.record({type: "gauges", t: T0 + 15_000, gauges: gauges({state: "idle"})});
+        logger.log(T0 + 20_000);
+        logger.log(T0 + 30_000); // the interval after activity stopped: one more line, all zeros
+        logger.log(T0 + 40_000); // then quiet
+        logger.log(T0 + 50_000);
+        assert.deepEqual(lines, [
+            "Engine 000: Avg prompt throughput: 2.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%",
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%"
+        ]);
+        // a stalled engine (requests running, no tokens) is not idle: it keeps logging
+        logger.record({type: "gauges", t: T0 + 50_001, gauges: gauges({state: "stalled", running: 2, waiting: 1})});
+        logger.log(T0 + 60_000);
+        assert.equal(lines.length, 3);
+        assert.equal(lines[2], "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 0.0%");
+    });
+
+    test("driven by StatsManager's tick on a fake clock", () => {
+        const clock = {now: T0};
+        const lines: string[] = [];
+        const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0,
+            loggers: [new LoggingStatLogger({write: (line) => lines.push(line), now: () => clock.now})]});
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent({kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 1000});
+        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0, promptTokens: 40, receivedAt: T0});
+        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        for (let t = T0 + 250; t <= T0 + 20_000; t += 250) {
+            clock.now = t;
+            if (t <= T0 + 15_000) {
+                manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [t - 100, t - 50], receivedAt: t});
+                manager.onStep(step(t, {running: 1, stepTokens: 2, kvUsedTokens: 1024}));
+            } else if (t === T0 + 15_250) {
+                manager.onRequestEvent(finished("a", t, "length", 40, 120));
+                manager.onStep(step(t, {running: 0, stepTokens: 0}));
+            }
+            manager.tick();
+        }
+        assert.deepEqual(lines, [
+            "Engine 000: Avg prompt throughput: 4.0 tokens/s, Avg generation throughput: 8.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 50.0%",
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 4.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%"
+        ]);
+    });
+});
+
+describe("PrometheusStatLogger", () => {
+    let prometheus: PrometheusStatLogger;
+    let families: Map<string, PromFamily>;
+    /** The same text with histograms parsed as untyped, to see their labels, _sum and _count (the parser drops those of labelled histograms). */
+    let untyped: Map<string, PromFamily>;
+
+    before(async () => {
+        const clock = {now: T0};
+        prometheus = await PrometheusStatLogger.start({port: 0});
+        const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0, loggers: [prometheus]});
+        const feed = (t: number, event: HostRequestEvent): void => {
+            clock.now = t;
+            manager.onRequestEvent(event);
+        };
+        manager.onEngineReady(engineInfo());
+        // a: 10 prompt tokens, 3 generated, finished by length
+        feed(T0, {kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 3});
+        feed(T0 + 1, {kind: "inputProcessed", id: "a", t: T0 + 1, promptTokens: 10, receivedAt: T0 + 1});
+        feed(T0 + 1, {kind: "queued", id: "a", t: T0 + 1, receivedAt: T0 + 1});
+        feed(T0 + 101, {kind: "scheduled", id: "a", t: T0 + 101, receivedAt: T0 + 101});
+        feed(T0 + 305, {kind: "tokens", id: "a", text: "a", times: [T0 + 301], receivedAt: T0 + 305});
+        feed(T0 + 425, {kind: "tokens", id: "a", text: "bc", times: [T0 + 351, T0 + 421], receivedAt: T0 + 425});
+        feed(T0 + 430, finished("a", T0 + 430, "length", 10, 3));
+        // b: 5 prompt tokens, 2 generated, preempted, then aborted
+        feed(T0, {kind: "arrival", id: "b", t: T0, priority: 0, maxTokens: 50});
+        feed(T0 + 2, {kind: "inputProcessed", id: "b", t: T0 + 2, promptTokens: 5, receivedAt: T0 + 2});
+        feed(T0 + 2, {kind: "queued", id: "b", t: T0 + 2, receivedAt: T0 + 2});
+        feed(T0 + 502, {kind: "scheduled", id: "b", t: T0 + 502, receivedAt: T0 + 502});
+        feed(T0 + 1502, {kind: "tokens", id: "b", text: "xy", times: [T0 + 1400, T0 + 1500], receivedAt: T0 + 1502});
+        feed(T0 + 1600, {kind: "preempted", id: "b", t: T0 + 1600, receivedAt: T0 + 1600});
+        feed(T0 + 2000, finished("b", T0 + 2000, "abort", 5, 2));
+        // c: never scheduled, failed
+        feed(T0, {kind: "arrival", id: "c", t: T0, priority: 0, maxTokens: 7});
+        feed(T0 + 3, {kind: "inputProcessed", id: "c", t: T0 + 3, promptTokens: 4, receivedAt: T0 + 3});
+        feed(T0 + 3, {kind: "queued", id: "c", t: T0 + 3, receivedAt: T0 + 3});
+        feed(T0 + 3000, finished("c", T0 + 3000, "error", 4, 0));
+        manager.onStep(step(T0 + 3000, {stepTokens: 12}));
+        manager.onStep(step(T0 + 3001, {stepTokens: 2, running: 1, waiting: 2, kvUsedTokens: 512}));
+        manager.onRejected({source: "engine", reason: "bad"});
+        manager.onRejected({source: "stats", reason: "bad"});
+        manager.onRejected({source: "stats", reason: "bad"});
+        clock.now = T0 + 3250;
+        manager.tick();
+
+        const response = await fetch(prometheus.url!);
+        assert.equal(response.status, 200);
+        assert.match(response.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+        const text = await response.text();
+        families = indexFamilies(text);
+        untyped = indexFamilies(text, true);
+    });
+
+    after(async () => {
+        await prometheus.dispose();
+    });
+
+    const base = {model_name: "tiny-test", engine: "0"};
+
+    function family(name: string, type: string): PromFamily {
+        const found = families.get(name);
+        assert.ok(found !== undefined, `${name} missing from /metrics`);
+        assert.equal(found.type, type, `${name} type`);
+        return found;
+    }
+
+    /** The one series' value (counters and gauges), checking its labels. */
+    function value(name: string, type: "COUNTER" | "GAUGE", labels: Record<string, string> = base): number {
+        const series = family(name, type).metrics.filter((sample) => JSON.stringify(sample.labels) === JSON.stringify(labels));
+        assert.equal(series.length, 1, `${name}${JSON.stringify(labels)}: ${JSON.stringify(family(name, type).metrics)}`);
+        return Number(series[0]!.value);
+    }
+
+    /** Bucket bounds (without +Inf, ascending), the +Inf count, and _sum/_count with their labels. */
+    function histogram(name: string): {bounds: number[], count: number, sum: number} {
+        const samples = family(name, "HISTOGRAM").metrics;
+        assert.equal(samples.length, 1, `${name}: one series`);
+        const buckets = samples[0]!.buckets!;
+        const bounds = Object.keys(buckets).filter((le) => le !== "+Inf").map(Number).sort((a, b) => a - b);
+        const bucketSeries = untyped.get(`${name}_bucket`)!.metrics;
+        for (const sample of bucketSeries) {
+            const {le, ...labels} = sample.labels!;
+            assert.deepEqual(labels, base, `${name}_bucket labels`);
+            assert.equal(Number(sample.value), Number(buckets[le!]));
+        }
+        const [sum] = untyped.get(`${name}_sum`)!.metrics;
+        const [count] = untyped.get(`${name}_count`)!.metrics;
+        assert.deepEqual(sum!.labels, base);
+        assert.deepEqual(count!.labels, base);
+        assert.equal(Number(count!.value), Number(buckets["+Inf"]));
+        return {bounds, count: Number(buckets["+Inf"]), sum: Number(sum!.value)};
+    }
+
+    const near = (actual: number, expected: number): void => assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} ≠ ${expected}`);
+
+    test("latency histograms: vLLM's names, buckets and labels; counts as fed", () => {
+        const ttft = histogram("vllm:time_to_first_token_seconds");
+        assert.deepEqual(ttft.bounds, vllmBuckets.ttft);
+        assert.equal(ttft.count, 2);
+        near(ttft.sum, 0.305 + 1.502);
+        const itl = histogram("vllm:inter_token_latency_seconds");
+        assert.deepEqual(itl.bounds, vllmBuckets.tokenLatency);
+        assert.equal(itl.count, 3);
+        near(itl.sum, 0.05 + 0.07 + 0.1);
+        const tpot = histogram("vllm:request_time_per_output_token_seconds");
+        assert.deepEqual(tpot.bounds, vllmBuckets.tokenLatency);
+        assert.equal(tpot.count, 2);
+        near(tpot.sum, 0.12 / 2 + 0.1);
+        const e2e = histogram("vllm:e2e_request_latency_seconds");
+        assert.equal(e2e.count, 3, "requests of every finish reason");
+        near(e2e.sum, 0.43 + 2 + 3);
+        const expected: Record<string, {count: number, sum: number}> = {
+            "vllm:request_queue_time_seconds": {count: 2, sum: 0.1 + 0.5},
+            "vllm:request_prefill_time_seconds": {count: 2, sum: 0.2 + 0.898},
+            "vllm:request_decode_time_seconds": {count: 2, sum: 0.12 + 0.1},
+            "vllm:request_inference_time_seconds": {count: 2, sum: 0.32 + 0.998}
+        };
+        for (const [name, {count, sum}] of Object.entries(expected)) {
+            const h = histogram(name);
+            assert.deepEqual(h.bounds, vllmBuckets.requestLatency, name);
+            assert.equal(h.count, count, name);
+            near(h.sum, sum);
+        }
+        assert.deepEqual(histogram("vllm:request_queue_time_seconds").bounds, vllmBuckets.requestLatency);
+    });
+
+    test("length and iteration histograms: 1-2-5 buckets up to the model length", () => {
+        const prompt = histogram("vllm:request_prompt_tokens");
+        assert.deepEqual(prompt.bounds, vllmBuckets.lengths2048);
+        assert.equal(prompt.count, 3);
+        assert.equal(prompt.sum, 19);
+        const generation = histogram("vllm:request_generation_tokens");
+        assert.deepEqual(generation.bounds, vllmBuckets.lengths2048);
+        assert.equal(generation.sum, 5);
+        const maxTokens = histogram("vllm:request_params_max_tokens");
+        assert.deepEqual(maxTokens.bounds, vllmBuckets.lengths2048);
+        assert.equal(maxTokens.sum, 60);
+        const prefix = families.get("vllm:request_prompt_tokens")!.metrics[0]!.buckets!;
+        assert.deepEqual([prefix["2"], prefix["5"], prefix["10"]], ["0", "2", "3"], "4 and 5 ≤ 5, 10 ≤ 10 (cumulative)");
+        const iteration = histogram("vllm:iteration_tokens_total");
+        assert.deepEqual(iteration.bounds, vllmBuckets.iterationTokens);
+        assert.equal(iteration.count, 2);
+        assert.equal(iteration.sum, 14);
+    });
+
+    test("counters and gauges: vLLM's names and labels, values as fed", () => {
+        assert.equal(value("vllm:prompt_tokens_total", "COUNTER"), 15, "a and b prefilled; c never did");
+        assert.equal(value("vllm:generation_tokens_total", "COUNTER"), 5);
+        assert.equal(value("vllm:num_preemptions_total", "COUNTER"), 1);
+        const reasons = {stop: 0, length: 1, abort: 1, error: 1};
+        for (const [reason, count] of Object.entries(reasons))
+            assert.equal(value("vllm:request_success_total", "COUNTER", {...base, finished_reason: reason}), count, reason);
+        assert.equal(family("vllm:request_success_total", "COUNTER").metrics.length, 4);
+        assert.equal(value("vllm:num_requests_running", "GAUGE"), 1);
+        assert.equal(value("vllm:num_requests_waiting", "GAUGE"), 2);
+        assert.equal(value("vllm:kv_cache_usage_perc", "GAUGE"), 0.25);
+        // extras of ours
+        assert.equal(value("vllm:vram_used_bytes", "GAUGE"), 1e9);
+        assert.equal(value("vllm:vram_total_bytes", "GAUGE"), 8e9);
+        assert.equal(value("vllm:engine_stall_seconds", "GAUGE"), 0.25, "250 ms since the last step was seen (at T0+3000)");
+        assert.equal(value("vllm:engine_state", "GAUGE", {...base, state: "busy"}), 1);
+        assert.equal(value("vllm:engine_state", "GAUGE", {...base, state: "idle"}), 0);
+        assert.equal(value("vllm:rejected_messages_total", "COUNTER", {...base, source: "engine"}), 1);
+        assert.equal(value("vllm:rejected_messages_total", "COUNTER", {...base, source: "stats"}), 2);
+        assert.match(family("vllm:num_requests_running", "GAUGE").help, /^Number of requests in model execution batches\.$/);
+        assert.match(family("vllm:engine_stall_seconds", "GAUGE").help, /extra/);
+    });
+
+    test("uses its own registry, not prom-client's global one", () => {
+        assert.equal(globalRegistry.getMetricsAsArray().some((metric) => metric.name.startsWith("vllm:")), false);
+    });
+
+    test("serves /metrics only", async () => {
+        const url = new URL(prometheus.url!);
+        assert.equal(url.hostname, "127.0.0.1");
+        assert.equal(Number(url.port), prometheus.port);
+        const notFound = await fetch(new URL("/other", url));
+        assert.equal(notFound.status, 404);
+        await notFound.text();
+        const post = await fetch(url, {method: "POST"});
+        assert.equal(post.status, 405);
+        await post.text();
+    });
+
+    test("a port in use is a clear, named error", async () => {
+        await assert.rejects(PrometheusStatLogger.start({port: prometheus.port!}), (error: unknown) => {
+            assert.ok(error instanceof PrometheusPortInUseError);
+            assert.equal(error.name, "PrometheusPortInUseError");
+            assert.equal(error.message, `Prometheus port ${prometheus.port} is already in use`);
+            return true;
+        });
+    });
+
+    test("before the engine is ready: model_name 'unknown', length histograms replayed once buckets are known", async () => {
+        const logger = await PrometheusStatLogger.start({serve: false});
+        try {
+            assert.equal(logger.port, undefined);
+            logger.record({type: "finished", t: T0, request: {id: "x", reason: "error", e2eS: 0.1, promptTokens: 0, generationTokens: 0, maxTokens: 8}});
+            let parsed = indexFamilies(await logger.metricsText());
+            assert.equal(parsed.has("vllm:request_prompt_tokens"), false);
+            assert.deepEqual(parsed.get("vllm:request_success_total")!.metrics.find((s) => s.labels?.finished_reason === "error"),
+                {value: "1", labels: {model_name: "unknown", engine: "0", finished_reason: "error"}});
+            logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 100});
+            logger.record({type: "gauges", t: T0, gauges: gauges({running: 3})});
+            const text = await logger.metricsText();
+            parsed = indexFamilies(text);
+            const prompt = parsed.get("vllm:request_prompt_tokens")!.metrics[0]!.buckets!;
+            assert.deepEqual(Object.keys(prompt).filter((le) => le !== "+Inf").map(Number).sort((a, b) => a - b), [1, 2, 5, 10, 20, 50, 100]);
+            const buckets = indexFamilies(text, true).get("vllm:request_prompt_tokens_bucket")!.metrics;
+            assert.deepEqual(buckets.find((s) => s.labels?.le === "1" && s.labels.model_name === "unknown")?.value, "1", "the early request, replayed");
+            assert.deepEqual(buckets.find((s) => s.labels?.le === "1" && s.labels.model_name === "tiny-test")?.value, "0");
+            assert.deepEqual(parsed.get("vllm:num_requests_running")!.metrics, [{value: "3", labels: base}], "stale model_name gauges removed");
+            assert.equal(parsed.get("vllm:request_success_total")!.metrics.length, 5, "4 reasons for tiny-test, the early error for unknown");
+        } finally {
+            await logger.dispose();
+        }
+    });
+});

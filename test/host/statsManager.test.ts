@@ -1,0 +1,640 @@
+/**
+ * StatsManager on synthetic event streams with known timestamps and a fake clock: every derived
+ * number is checked exactly (vLLM V1 definitions), plus the ledger invariant, stall detection,
+ * delta throttling, the recent-request bound and the EngineClient wiring.
+ */
+import assert from "node:assert/strict";
+import {describe, mock, test} from "node:test";
+import type {EngineInfo, FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
+import {EngineClient} from "../../extension/host/engine/engineClient.js";
+import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
+import type {ReceivedSnapshot} from "../../extension/host/engine/statsChannelServer.js";
+import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
+import type {StatLogger, StatUpdate} from "../../extension/host/stats/loggers/statLogger.js";
+import {MetricStore} from "../../extension/host/stats/metricStore.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
+import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
+import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
+import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+
+const T0 = 1_700_000_000_000;
+
+const ttftBounds = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+const tokenLatencyBounds = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const requestBounds = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+const lengthBounds2048 = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000];
+
+function engineInfo(overrides: Partial<EngineInfo> = {}): EngineInfo {
+    return {
+        pid: 4242, backend: "cuda", gpuDevices: ["Test GPU"], vramTotalBytes: 8e9, vramUsedBytes: 1e9,
+        model: {path: "/models/tiny.gguf", name: "tiny-test", architecture: "llama", parameterCount: 1e6, quantization: "F16",
+            sizeBytes: 2e6, trainContextLength: 4096},
+        contextSize: 2048, parallel: 4, threads: 2, statsIntervalMs: 200, loadMs: 10,
+        ...overrides
+    };
+}
+
+/** A StatsManager on a fake clock, no timer (tests call tick()). */
+function setup(options: StatsManagerOptions = {}): {manager: StatsManager, clock: {now: number}, at: (t: number) => void} {
+    const clock = {now: T0};
+    const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0, ...options});
+    return {manager, clock, at: (t: number) => {
+        clock.now = t;
+    }};
+}
+
+/** Per-bucket counts with one value in each listed bucket index. */
+function countsWith(bounds: number[], indexes: number[]): number[] {
+    const counts = new Array<number>(bounds.length + 1).fill(0);
+    for (const index of indexes)
+        counts[index]!++;
+    return counts;
+}
+
+function step(overrides: Partial<StepStats> = {}): StepStats {
+    return {t: T0, running: 0, waiting: 0, stepTokens: 0, kvUsedTokens: 0, kvCapacityTokens: 2048, ...overrides};
+}
+
+function snapshotMsg(overrides: Partial<ReceivedSnapshot> = {}): ReceivedSnapshot {
+    return {
+        type: "snapshot", seq: 1, pid: 4242, t: T0, running: 0, waiting: 0, promptTokensTotal: 0, generationTokensTotal: 0,
+        stepsTotal: 0, msSinceLastStep: 0, kvUsedTokens: 0, kvCapacityTokens: 2048, vramUsedBytes: 0, vramTotalBytes: 0,
+        rssBytes: 0, receivedAt: T0, ...overrides
+    };
+}
+
+const arrival = (id: string, t: number, maxTokens = 16): HostRequestEvent => ({kind: "arrival", id, t, priority: 0, maxTokens});
+const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, receivedAt = t): HostRequestEvent =>
+    ({kind: "finished", id, t, reason, promptTokens, generatedTokens, receivedAt});
+
+/** arrived = completed + failed + aborted + inFlight, and the same as the counts by reason. */
+function assertLedger(manager: StatsManager): void {
+    const {requests} = manager.snapshot().counters;
+    const {byReason} = requests;
+    assert.equal(requests.completed, byReason.stop + byReason.length);
+    assert.equal(requests.failed, byReason.error);
+    assert.equal(requests.aborted, byReason.abort);
+    assert.equal(requests.arrived, requests.completed + requests.failed + requests.aborted + requests.inFlight,
+        `ledger broken: ${JSON.stringify(requests)}`);
+}
+
+describe("per-request metrics (vLLM V1 definitions)", () => {
+    test("TTFT, ITL, TPOT, e2e, queue, prefill, decode, inference, lengths and counters, exactly", () => {
+        const {manager, at} = setup();
+        manager.onEngineReady(engineInfo());
+        at(T0);
+        manager.onRequestEvent(arrival("a", T0, 16));
+        at(T0 + 6);
+        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0 + 5, promptTokens: 10, receivedAt: T0 + 6});
+        manager.onRequestEvent({kind: "queued", id: "a", t: T0 + 6, receivedAt: T0 + 6});
+        at(T0 + 107);
+        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0 + 106, receivedAt: T0 + 107});
+        at(T0 + 310);
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "x", times: [T0 + 306], receivedAt: T0 + 310});
+        // prompt tokens count once the prefill is done (first tokens), as vLLM counts them
+        assert.equal(manager.counters().promptTokens, 10);
+        at(T0 + 430);
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "yz", times: [T0 + 356, T0 + 426], receivedAt: T0 + 430});
+        at(T0 + 508);
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "w", times: [T0 + 506], receivedAt: T0 + 508});
+        at(T0 + 510);
+        manager.onRequestEvent(finished("a", T0 + 507, "length", 10, 4, T0 + 510));
+
+        const snapshot = manager.snapshot();
+        const record = snapshot.requests[0]!;
+        assert.deepEqual(record, {
+            id: "a", phase: "finished", priority: 0, maxTokens: 16, arrival: T0, inputProcessed: T0 + 5, queued: T0 + 6,
+            scheduled: T0 + 106, firstToken: T0 + 306, lastToken: T0 + 506, firstDelivered: T0 + 310, finished: T0 + 507,
+            lastDelivered: T0 + 510, preemptions: [], reason: "length", promptTokens: 10, generatedTokens: 4,
+            metrics: {ttftS: 0.31, e2eS: 0.51, queueS: 0.1, prefillS: 0.2, decodeS: 0.2, inferenceS: 0.4, tpotS: 0.2 / 3}
+        });
+        assert.deepEqual(manager.windowValues("itl"), [0.05, 0.07, 0.08]);
+        assert.deepEqual(manager.windowValues("ttft"), [0.31]);
+        assert.deepEqual(manager.windowValues("tpot"), [0.2 / 3]);
+        assert.deepEqual(manager.windowValues("e2e"), [0.51]);
+
+        const h = snapshot.histograms;
+        assert.deepEqual(h.ttft, {bounds: ttftBounds, counts: countsWith(ttftBounds, [9]), sum: 0.31, count: 1});
+        assert.deepEqual(h.itl.bounds, tokenLatencyBounds);
+        assert.deepEqual(h.itl.counts, countsWith(tokenLatencyBounds, [2, 3, 4])); // 0.05 ≤ 0.05, 0.07 ≤ 0.075, 0.08 ≤ 0.1
+        assert.equal(h.itl.count, 3);
+        assert.deepEqual(h.tpot.counts, countsWith(tokenLatencyBounds, [3])); // 0.0667 ≤ 0.075
+        for (const metric of ["e2e", "queue", "prefill", "decode", "inference"] as const) {
+            assert.deepEqual(h[metric].bounds, requestBounds);
+            assert.equal(h[metric].count, 1);
+        }
+        assert.deepEqual(h.e2e.counts, countsWith(requestBounds, [2])); // 0.5 < 0.51 ≤ 0.8
+        assert.deepEqual(h.queue.counts, countsWith(requestBounds, [0]));
+        assert.deepEqual(h.inference.counts, countsWith(requestBounds, [1]));
+        assert.deepEqual(h.promptTokens, {bounds: lengthBounds2048, counts: countsWith(lengthBounds2048, [3]), sum: 10, count: 1});
+        assert.deepEqual(h.generationTokens, {bounds: lengthBounds2048, counts: countsWith(lengthBounds2048, [2]), sum: 4, count: 1});
+
+        assert.deepEqual(snapshot.counters, {
+            promptTokens: 10, generationTokens: 4, preemptions: 0, rejectedMessages: 0, ignoredEvents: 0,
+            requests: {arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, byReason: {stop: 0, length: 1, abort: 0, error: 0}}
+        });
+        assert.deepEqual(manager.benchTotals(), {
+            requests: snapshot.counters.requests, promptTokens: 10, generationTokens: 4, finishedPromptTokens: 10, finishedGenerationTokens: 4
+        });
+        const e2e = snapshot.percentiles.e2e;
+        assert.deepEqual(e2e, {count: 1, mean: 0.51, p50: 0.51, p90: 0.51, p99: 0.51, max: 0.51});
+    });
+
+    test("preemptions keep the first scheduled time; intervals without both ends are not recorded", () => {
+        const {manager, at} = setup();
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent(arrival("p", T0));
+        manager.onRequestEvent({kind: "inputProcessed", id: "p", t: T0 + 1, promptTokens: 3, receivedAt: T0 + 1});
+        manager.onRequestEvent({kind: "queued", id: "p", t: T0 + 2, receivedAt: T0 + 2});
+        manager.onRequestEvent({kind: "scheduled", id: "p", t: T0 + 102, receivedAt: T0 + 102});
+        manager.onRequestEvent({kind: "tokens", id: "p", text: "a", times: [T0 + 202], receivedAt: T0 + 203});
+        manager.onRequestEvent({kind: "preempted", id: "p", t: T0 + 250, receivedAt: T0 + 250});
+        manager.onRequestEvent({kind: "scheduled", id: "p", t: T0 + 700, receivedAt: T0 + 700});
+        manager.onRequestEvent({kind: "tokens", id: "p", text: "b", times: [T0 + 802], receivedAt: T0 + 803});
+        at(T0 + 900);
+        manager.onRequestEvent(finished("p", T0 + 803, "stop", 3, 2, T0 + 900));
+        // an aborted request that never left the queue: only e2e (and lengths) are recorded
+        manager.onRequestEvent(arrival("q", T0 + 100));
+        manager.onRequestEvent({kind: "queued", id: "q", t: T0 + 101, receivedAt: T0 + 101});
+        manager.onRequestEvent(finished("q", T0 + 400, "abort", 5, 0, T0 + 400));
+
+        const [p, q] = manager.snapshot().requests;
+        assert.deepEqual(p!.preemptions, [T0 + 250]);
+        assert.equal(p!.scheduled, T0 + 102);
+        assert.deepEqual(p!.metrics, {ttftS: 0.203, e2eS: 0.9, queueS: 0.1, prefillS: 0.1, decodeS: 0.6, inferenceS: 0.7, tpotS: 0.6});
+        assert.deepEqual(q!.metrics, {e2eS: 0.3});
+        const counters = manager.counters();
+        assert.equal(counters.preemptions, 1);
+        assert.equal(counters.promptTokens, 3, "the aborted request never prefilled");
+        assert.deepEqual(manager.windowValues("e2e"), [0.9, 0.3]);
+        assert.deepEqual(manager.windowValues("queue"), [0.1]);
+        assert.deepEqual(manager.windowValues("tpot"), [0.6]);
+        assert.deepEqual(manager.windowValues("promptTokens"), [3, 5]);
+        assert.deepEqual(manager.benchTotals().finishedPromptTokens, 8);
+    });
+
+    test("p50/p90/p99 are exact over the window, and values age out of it", () => {
+        const {manager, at} = setup({percentileWindowMs: 60_000});
+        manager.onEngineReady(engineInfo());
+        // prompt lengths 1..101 → numpy percentiles 51, 91, 100 exactly
+        for (let i = 1; i <= 101; i++) {
+            manager.onRequestEvent(arrival(`r${i}`, T0));
+            manager.onRequestEvent(finished(`r${i}`, T0, "stop", i, 0));
+        }
+        assert.deepEqual(manager.snapshot().percentiles.promptTokens, {count: 101, mean: 51, p50: 51, p90: 91, p99: 100, max: 101});
+        // interpolated: ITL 10, 20, 30, 40, 50 ms
+        manager.onRequestEvent(arrival("i", T0));
+        manager.onRequestEvent({kind: "tokens", id: "i", text: "", times: [T0, T0 + 10, T0 + 30, T0 + 60, T0 + 100, T0 + 150], receivedAt: T0});
+        const itl = manager.snapshot().percentiles.itl;
+        assert.equal(itl.count, 5);
+        assert.equal(itl.p50, 0.03);
+        assert.ok(Math.abs(itl.p90! - 0.046) < 1e-12, String(itl.p90));
+        assert.ok(Math.abs(itl.p99! - 0.0496) < 1e-12, String(itl.p99));
+        at(T0 + 60_000);
+        assert.equal(manager.snapshot().percentiles.promptTokens.count, 0, "all recorded at T0, window (T0, T0+60s]");
+        assert.deepEqual(manager.snapshot().percentiles.itl, {count: 0, mean: null, p50: null, p90: null, p99: null, max: null});
+        assert.equal(manager.snapshot().histograms.promptTokens.count, 101, "histograms are cumulative");
+    });
+
+    test("percentile windows are bounded by maxWindowValues", () => {
+        const {manager} = setup({maxWindowValues: 10});
+        for (let i = 1; i <= 25; i++) {
+            manager.onRequestEvent(arrival(`r${i}`, T0));
+            manager.onRequestEvent(finished(`r${i}`, T0 + 1, "stop", i, 0));
+        }
+        assert.deepEqual(manager.windowValues("promptTokens"), [16, 17, 18, 19, 20, 21, 22, 23, 24, 25]);
+    });
+
+    test("length histograms observed before the engine is ready are replayed into its buckets", () => {
+        const {manager} = setup();
+        manager.onRequestEvent(arrival("early", T0));
+        manager.onRequestEvent(finished("early", T0, "error", 0, 0));
+        assert.deepEqual(manager.snapshot().histograms.promptTokens, {bounds: [], counts: [1], sum: 0, count: 1});
+        manager.onEngineReady(engineInfo({contextSize: 100}));
+        assert.deepEqual(manager.snapshot().histograms.promptTokens,
+            {bounds: [1, 2, 5, 10, 20, 50, 100], counts: [1, 0, 0, 0, 0, 0, 0, 0], sum: 0, count: 1});
+    });
+});
+
+describe("gauges, throughput and time series", () => {
+    test("throughput over the sliding window and time-series points on the fake clock", () => {
+        const {manager, at} = setup({sampleIntervalMs: 1000, throughputWindowMs: 5000});
+        manager.onEngineReady(engineInfo());
+        at(T0 + 500);
+        manager.onRequestEvent(arrival("a", T0 + 400));
+        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0 + 450, promptTokens: 10, receivedAt: T0 + 450});
+        at(T0 + 800);
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 700, T0 + 780], receivedAt: T0 + 800});
+        manager.onStep(step({t: T0 + 800, running: 1, waiting: 2, stepTokens: 12, kvUsedTokens: 512}));
+        at(T0 + 999);
+        manager.tick();
+        assert.equal(manager.snapshot().timeSeries.length, 0, "no sample before the first interval");
+        at(T0 + 1000);
+        manager.tick();
+        at(T0 + 2000);
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 1900, T0 + 1950, T0 + 2000], receivedAt: T0 + 2000});
+        manager.onRequestEvent(finished("a", T0 + 2000, "stop", 10, 5, T0 + 2000));
+        manager.onStep(step({t: T0 + 2000, running: 0, waiting: 0, stepTokens: 3, kvUsedTokens: 0}));
+        manager.tick();
+        at(T0 + 6000);
+        manager.tick(); // window (T0+1000, T0+6000]: only the 3 tokens at T0+2000
+        at(T0 + 7500);
+        manager.tick(); // window (T0+2500, T0+7500]: nothing
+
+        const points = manager.snapshot().timeSeries;
+        assert.deepEqual(points, [
+            {t: T0 + 1000, promptTokensPerS: 10, generationTokensPerS: 2, requestsPerS: 0, ttftP50S: 0.4, ttftP99S: 0.4,
+                itlP50S: 0.08, itlP99S: 0.08, running: 1, waiting: 2, kvCacheUsage: 0.25, vramUsedBytes: 1e9},
+            {t: T0 + 2000, promptTokensPerS: 5, generationTokensPerS: 2.5, requestsPerS: 0.5, ttftP50S: null, ttftP99S: null,
+                itlP50S: 0.05, itlP99S: quantileOf([1.12, 0.05, 0.05], 0.99), running: 0, waiting: 0,
+                kvCacheUsage: 0, vramUsedBytes: 1e9},
+            {t: T0 + 6000, promptTokensPerS: 0, generationTokensPerS: 0.6, requestsPerS: 0.2, ttftP50S: null, ttftP99S: null,
+                itlP50S: null, itlP99S: null, running: 0, waiting: 0, kvCacheUsage: 0, vramUsedBytes: 1e9},
+            {t: T0 + 7500, promptTokensPerS: 0, generationTokensPerS: 0, requestsPerS: 0, ttftP50S: null, ttftP99S: null,
+                itlP50S: null, itlP99S: null, running: 0, waiting: 0, kvCacheUsage: 0, vramUsedBytes: 1e9}
+        ]);
+        const gauges = manager.gauges();
+        assert.equal(gauges.generationTokensPerS, 0);
+    });
+
+    test("KV-cache usage, VRAM and queue gauges follow the newest of steps and snapshots", () => {
+        const {manager, at} = setup();
+        manager.onEngineReady(engineInfo());
+        assert.equal(manager.gauges().vramUsedBytes, 1e9);
+        at(T0 + 100);
+        manager.onStep(step({t: T0 + 100, running: 3, waiting: 1, stepTokens: 3, kvUsedTokens: 1536}));
+        assert.equal(manager.gauges().kvCacheUsage, 0.75);
+        // an older snapshot (taken before that step) does not override the queues
+        manager.onStatsSnapshot(snapshotMsg({t: T0 + 50, running: 1, waiting: 0, kvUsedTokens: 10, vramUsedBytes: 2e9, vramTotalBytes: 8e9}));
+        let gauges = manager.gauges();
+        assert.deepEqual([gauges.running, gauges.waiting, gauges.kvUsedTokens, gauges.vramUsedBytes], [3, 1, 1536, 2e9]);
+        manager.onStatsSnapshot(snapshotMsg({seq: 2, t: T0 + 150, running: 2, waiting: 0, kvUsedTokens: 1024, vramUsedBytes: 3e9, vramTotalBytes: 8e9}));
+        gauges = manager.gauges();
+        assert.deepEqual([gauges.running, gauges.waiting, gauges.kvCacheUsage, gauges.vramUsedBytes, gauges.vramTotalBytes], [2, 0, 0.5, 3e9, 8e9]);
+        // another engine's snapshot (wrong pid) is ignored
+        manager.onStatsSnapshot(snapshotMsg({seq: 3, pid: 1, t: T0 + 200, running: 9}));
+        assert.equal(manager.gauges().running, 2);
+    });
+});
+
+/** numpy-style quantile, for expected values in the time-series test. */
+function quantileOf(values: number[], q: number): number {
+    const sorted = [...values].sort((a, b) => a - b);
+    const index = q * (sorted.length - 1);
+    const lo = Math.floor(index);
+    const hi = Math.ceil(index);
+    return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (index - lo);
+}
+
+describe("the request ledger", () => {
+    test("arrived = completed + failed + aborted + in flight after every event, across a crash and a restart", () => {
+        const {manager, at} = setup();
+        const feed = (event: HostRequestEvent): void => {
+            manager.onRequestEvent(event);
+            assertLedger(manager);
+        };
+        manager.onEngineState("loading");
+        assert.equal(manager.state, "loading");
+        manager.onEngineReady(engineInfo());
+        manager.onEngineState("ready");
+        assert.equal(manager.state, "idle");
+        for (const id of ["a", "b", "c", "d"]) {
+            feed(arrival(id, T0));
+            feed({kind: "inputProcessed", id, t: T0 + 1, promptTokens: 4, receivedAt: T0 + 1});
+            feed({kind: "queued", id, t: T0 + 1, receivedAt: T0 + 1});
+        }
+        assert.equal(manager.state, "busy", "requests in flight");
+        feed({kind: "scheduled", id: "a", t: T0 + 2, receivedAt: T0 + 2});
+        feed({kind: "tokens", id: "a", text: "t", times: [T0 + 3], receivedAt: T0 + 3});
+        feed(finished("a", T0 + 4, "stop", 4, 1));
+        feed(finished("b", T0 + 5, "abort", 4, 0));
+        feed({kind: "scheduled", id: "c", t: T0 + 6, receivedAt: T0 + 6});
+        feed({kind: "tokens", id: "c", text: "t", times: [T0 + 7, T0 + 8], receivedAt: T0 + 9});
+        // the engine dies: EngineClient ends c and d with `error` (receivedAt = t), then reports the exit
+        at(T0 + 50);
+        feed(finished("c", T0 + 50, "error", 4, 2));
+        feed(finished("d", T0 + 50, "error", 4, 0));
+        manager.onEngineExit({code: null, signal: "SIGKILL", description: "signal SIGKILL"});
+        assertLedger(manager);
+        manager.onEngineState("crashed");
+        assert.equal(manager.state, "crashed");
+        // late or duplicated events for requests already ended are ignored, never double counted
+        feed(finished("c", T0 + 51, "stop", 4, 3));
+        feed({kind: "tokens", id: "d", text: "late", times: [T0 + 52], receivedAt: T0 + 52});
+        let counters = manager.counters();
+        assert.deepEqual(counters.requests, {arrived: 4, inFlight: 0, completed: 1, failed: 2, aborted: 1,
+            byReason: {stop: 1, length: 0, abort: 1, error: 2}});
+        assert.equal(counters.ignoredEvents, 2);
+        assert.equal(counters.generationTokens, 3);
+
+        // restart: a new engine process; a snapshot from the dead one is ignored
+        manager.onEngineState("stopped");
+        manager.onEngineState("loading");
+        manager.onEngineReady(engineInfo({pid: 5151}));
+        manager.onEngineState("ready");
+        assert.equal(manager.state, "idle");
+        manager.onStatsSnapshot(snapshotMsg({pid: 4242, t: T0 + 60, running: 7}));
+        assert.equal(manager.gauges().running, 0);
+        feed(arrival("e", T0 + 100));
+        feed({kind: "queued", id: "e", t: T0 + 101, receivedAt: T0 + 101});
+        feed({kind: "scheduled", id: "e", t: T0 + 102, receivedAt: T0 + 102});
+        feed({kind: "tokens", id: "e", text: "t", times: [T0 + 103], receivedAt: T0 + 103});
+        feed(finished("e", T0 + 104, "length", 4, 1));
+        // an id can be reused once its request has finished
+        feed(arrival("a", T0 + 200));
+        assert.equal(manager.snapshot().requests.filter((r) => r.id === "a").length, 2);
+        counters = manager.counters();
+        assert.deepEqual(counters.requests, {arrived: 6, inFlight: 1, completed: 2, failed: 2, aborted: 1,
+            byReason: {stop: 1, length: 1, abort: 1, error: 2}});
+        // a duplicate arrival for an id still in flight is ignored
+        feed(arrival("a", T0 + 201));
+        assert.equal(manager.counters().requests.arrived, 6);
+    });
+
+    test("an exit with requests still in flight ends them with `error` itself", () => {
+        const {manager, at} = setup();
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent(arrival("x", T0));
+        manager.onRequestEvent({kind: "inputProcessed", id: "x", t: T0 + 1, promptTokens: 7, receivedAt: T0 + 1});
+        at(T0 + 1000);
+        manager.onEngineExit({code: 1, signal: null, description: "exit code 1"});
+        assertLedger(manager);
+        assert.equal(manager.state, "crashed");
+        const record = manager.snapshot().requests[0]!;
+        assert.equal(record.reason, "error");
+        assert.equal(record.error, "engine exited (exit code 1)");
+        assert.equal(record.metrics.e2eS, 1);
+        manager.onRequestEvent(finished("x", T0 + 1001, "error", 7, 0));
+        assertLedger(manager);
+        assert.equal(manager.counters().requests.failed, 1);
+    });
+
+    test("keeps the last 500 requests, but tracks every request in flight", () => {
+        const {manager} = setup();
+        for (let i = 0; i < 600; i++)
+            manager.onRequestEvent(arrival(`r${i}`, T0 + i));
+        let snapshot = manager.snapshot();
+        assert.equal(snapshot.requests.length, 500);
+        assert.equal(snapshot.requests[0]!.id, "r100");
+        assert.equal(snapshot.requests[499]!.id, "r599");
+        assert.equal(snapshot.counters.requests.inFlight, 600);
+        manager.onRequestEvent(finished("r0", T0 + 700, "stop", 1, 0));
+        snapshot = manager.snapshot();
+        assert.equal(snapshot.counters.requests.inFlight, 599);
+        assert.equal(snapshot.counters.requests.completed, 1);
+        assertLedger(manager);
+    });
+});
+
+describe("engine state", () => {
+    test("stalled after the threshold without a step while running (host measure), busy again when steps resume", () => {
+        const {manager, at} = setup({stallThresholdMs: 1000});
+        const states: string[] = [];
+        manager.addLogger(recordingLogger((update) => {
+            if (update.type === "gauges" && states.at(-1) !== update.gauges.state)
+                states.push(update.gauges.state);
+        }));
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent(arrival("a", T0));
+        at(T0 + 10);
+        manager.onStep(step({t: T0 + 10, running: 1, stepTokens: 5}));
+        at(T0 + 1010);
+        manager.tick();
+        assert.equal(manager.state, "busy", "exactly the threshold is not yet stalled");
+        assert.equal(manager.gauges().msSinceLastStep, 1000);
+        at(T0 + 1011);
+        manager.tick();
+        assert.equal(manager.state, "stalled");
+        // a step message without tokens (lifecycle events only) is not progress
+        manager.onStep(step({t: T0 + 1011, running: 1, stepTokens: 0}));
+        assert.equal(manager.state, "stalled");
+        at(T0 + 1500);
+        manager.onStep(step({t: T0 + 1500, running: 1, stepTokens: 1}));
+        assert.equal(manager.state, "busy");
+        manager.onRequestEvent(finished("a", T0 + 1501, "stop", 1, 1));
+        manager.onStep(step({t: T0 + 1501, running: 0, stepTokens: 0}));
+        at(T0 + 9000);
+        manager.tick();
+        assert.equal(manager.state, "idle", "an idle engine is never stalled");
+        assert.deepEqual(states, ["stopped", "idle", "busy", "stalled", "busy", "idle"]);
+    });
+
+    test("stalled from the stats channel's msSinceLastStep when its snapshot is newer than the last step", () => {
+        const {manager, at} = setup({stallThresholdMs: 1000});
+        manager.onEngineReady(engineInfo());
+        at(T0);
+        // the step's output reached the host late (engine time T0-1200)
+        manager.onStep(step({t: T0 - 1200, running: 1, stepTokens: 4}));
+        at(T0 + 10);
+        manager.onStatsSnapshot(snapshotMsg({t: T0 + 10, running: 1, msSinceLastStep: 1210, receivedAt: T0 + 10}));
+        assert.equal(manager.state, "stalled");
+        assert.equal(manager.gauges().msSinceLastStep, 1210);
+        at(T0 + 110);
+        assert.equal(manager.gauges().msSinceLastStep, 1310, "aged by the time since the snapshot");
+        manager.onStep(step({t: T0 + 100, running: 1, stepTokens: 1}));
+        assert.equal(manager.state, "busy");
+        assert.equal(manager.gauges().msSinceLastStep, 0);
+    });
+
+    test("reaches stalled on its own timer within 1.5 s (real clock, short timers)", async () => {
+        const manager = new StatsManager({tickIntervalMs: 20, stallThresholdMs: 100});
+        try {
+            let stalledAt: number | undefined;
+            manager.addLogger(recordingLogger((update) => {
+                if (update.type === "gauges" && update.gauges.state === "stalled")
+                    stalledAt ??= performance.now();
+            }));
+            manager.onEngineReady(engineInfo());
+            manager.onStep(step({t: Date.now(), running: 1, stepTokens: 3}));
+            const blockedAt = performance.now();
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            assert.ok(stalledAt !== undefined, "never reported stalled");
+            assert.ok(stalledAt - blockedAt < 100 + 150, `stalled after ${stalledAt - blockedAt} ms`);
+        } finally {
+            await manager.dispose();
+        }
+    });
+});
+
+function recordingLogger(onRecord: (update: StatUpdate) => void, onLog: (now: number) => void = () => {}): StatLogger {
+    return {record: onRecord, log: onLog, dispose: () => {}};
+}
+
+describe("views: snapshot and deltas", () => {
+    test("deltas at most 4 Hz, carrying only what changed, JSON-serializable", () => {
+        const {manager, at} = setup({sampleIntervalMs: 1000});
+        manager.onEngineReady(engineInfo());
+        const deltas: StatsDelta[] = [];
+        const before = manager.snapshot();
+        const unsubscribe = manager.subscribe((delta) => deltas.push(delta));
+        manager.onRequestEvent(arrival("a", T0));
+        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0, promptTokens: 2, receivedAt: T0});
+        manager.onRequestEvent({kind: "queued", id: "a", t: T0, receivedAt: T0});
+        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        for (let t = T0 + 50; t <= T0 + 5000; t += 50) {
+            at(t);
+            manager.onRequestEvent({kind: "tokens", id: "a", text: "x", times: [t - 1], receivedAt: t});
+            manager.onStep(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
+            manager.tick();
+        }
+        assert.equal(deltas.length, 20, "5 s at 4 Hz");
+        for (let i = 1; i < deltas.length; i++)
+            assert.ok(deltas[i]!.t - deltas[i - 1]!.t >= 250, `deltas ${i - 1} and ${i} too close`);
+        assert.deepEqual(deltas.map((d) => d.seq), Array.from({length: 20}, (_, i) => i + 1));
+        const first = deltas[0]!;
+        assert.equal(first.state, "busy");
+        assert.equal(first.engine, undefined, "engine info did not change since subscribing");
+        assert.deepEqual(first.requests?.map((r) => [r.id, r.phase]), [["a", "running"]]);
+        assert.equal(first.gauges?.running, 1);
+        assert.equal(first.gauges?.vramUsedBytes, undefined, "unchanged gauges are left out");
+        assert.equal(first.counters?.generationTokens, 1);
+        assert.equal(first.histograms?.ttft?.count, 1);
+        assert.equal(first.histograms?.e2e, undefined);
+        // time series: every point exactly once, in order (the one at 5 s is sampled after the last delta)
+        const points = deltas.flatMap((d) => d.timeSeries ?? []);
+        assert.deepEqual(points.map((p) => p.t), [1, 2, 3, 4].map((s) => T0 + s * 1000));
+        for (const delta of deltas)
+            assert.deepEqual(JSON.parse(JSON.stringify(delta)), delta);
+        assert.equal(before.timeSeries.length, 0);
+
+        // a quiet subscriber at 1 Hz alongside: at most one per second
+        const slow: StatsDelta[] = [];
+        const unsubscribeSlow = manager.subscribe((delta) => slow.push(delta), {maxHz: 1});
+        for (let t = T0 + 5050; t <= T0 + 7000; t += 50) {
+            at(t);
+            manager.onStep(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
+            manager.tick();
+        }
+        assert.equal(slow.length, 2);
+        unsubscribe();
+        unsubscribeSlow();
+        const count = deltas.length;
+        at(T0 + 8000);
+        manager.onStep(step({t: T0 + 8000, running: 2, stepTokens: 1}));
+        manager.tick();
+        assert.equal(deltas.length, count, "nothing after unsubscribing");
+    });
+
+    test("with no subscribers nothing is computed for views", () => {
+        const {manager, at} = setup();
+        const percentiles = mock.method(MetricStore.prototype, "percentiles");
+        const histograms = mock.method(MetricStore.prototype, "histogramViews");
+        try {
+            manager.onEngineReady(engineInfo());
+            manager.onRequestEvent(arrival("a", T0));
+            for (let t = T0; t < T0 + 3000; t += 100) {
+                at(t);
+                manager.onStep(step({t, running: 1, stepTokens: 1}));
+                manager.tick();
+            }
+            assert.equal(percentiles.mock.callCount(), 0);
+            assert.equal(histograms.mock.callCount(), 0);
+            assert.equal(manager.subscriberCount, 0);
+            // the spies do see the work once a view subscribes
+            manager.subscribe(() => {});
+            at(T0 + 3000);
+            manager.tick();
+            assert.ok(percentiles.mock.callCount() > 0);
+        } finally {
+            percentiles.mock.restore();
+            histograms.mock.restore();
+        }
+    });
+
+    test("snapshot has everything a fresh view needs; reset starts over and tells subscribers", () => {
+        const {manager, at} = setup();
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent(arrival("done", T0));
+        manager.onRequestEvent(finished("done", T0 + 10, "stop", 3, 0));
+        manager.onRequestEvent(arrival("busy", T0));
+        manager.onRejected({source: "stats", reason: "bad secret"});
+        at(T0 + 1000);
+        manager.tick();
+        const snapshot: StatsSnapshotView = manager.snapshot();
+        assert.deepEqual(Object.keys(snapshot).sort(),
+            ["config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "timeSeries"]);
+        assert.deepEqual(snapshot.config, {sampleIntervalMs: 1000, throughputWindowMs: 5000, percentileWindowMs: 300_000,
+            stallThresholdMs: 1000, maxRecentRequests: 500});
+        assert.equal(snapshot.engine?.model.name, "tiny-test");
+        assert.equal(snapshot.counters.rejectedMessages, 1);
+        assert.equal(snapshot.timeSeries.length, 1);
+        assert.deepEqual(JSON.parse(JSON.stringify(snapshot)), snapshot);
+
+        const deltas: StatsDelta[] = [];
+        manager.subscribe((delta) => deltas.push(delta));
+        manager.reset();
+        assert.equal(deltas.length, 1);
+        const fresh = deltas[0]!.reset!;
+        assert.deepEqual(fresh.counters.requests, {arrived: 1, inFlight: 1, completed: 0, failed: 0, aborted: 0,
+            byReason: {stop: 0, length: 0, abort: 0, error: 0}});
+        assert.equal(fresh.counters.rejectedMessages, 0);
+        assert.deepEqual(fresh.requests.map((r) => r.id), ["busy"]);
+        assert.equal(fresh.timeSeries.length, 0);
+        assert.equal(fresh.histograms.e2e.count, 0);
+        assert.deepEqual(fresh.histograms.promptTokens.bounds, lengthBounds2048, "length buckets survive a reset");
+        assert.equal(fresh.engine?.pid, 4242);
+        manager.onRequestEvent(finished("busy", T0 + 1100, "stop", 1, 0));
+        assertLedger(manager);
+    });
+
+    test("rejects nonsense options with a named error", () => {
+        assert.throws(() => new StatsManager({sampleIntervalMs: 0, tickIntervalMs: 0}), StatsOptionsError);
+        assert.throws(() => new StatsManager({maxRecentRequests: 1.5, tickIntervalMs: 0}), /maxRecentRequests must be a positive integer/);
+    });
+});
+
+describe("loggers and wiring", () => {
+    test("any number of loggers get every update and a log call per tick", () => {
+        const {manager, at} = setup();
+        const seen: string[] = [];
+        const logs: number[] = [];
+        manager.addLogger(recordingLogger((update) => seen.push(update.type), (now) => logs.push(now)));
+        const third = recordingLogger((update) => {
+            if (update.type === "finished") seen.push(`third:${update.request.reason}`);
+        });
+        manager.addLogger(third);
+        manager.onEngineReady(engineInfo());
+        manager.onRequestEvent(arrival("a", T0));
+        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 1], receivedAt: T0 + 2});
+        manager.onRequestEvent({kind: "preempted", id: "a", t: T0 + 3, receivedAt: T0 + 3});
+        manager.onStep(step({t: T0 + 3, running: 1, stepTokens: 2}));
+        manager.onRequestEvent(finished("a", T0 + 4, "abort", 1, 1));
+        manager.onRejected();
+        at(T0 + 250);
+        manager.tick();
+        assert.deepEqual(seen.filter((type) => type !== "gauges"),
+            ["engine", "tokens", "preempted", "step", "finished", "third:abort", "rejected"]);
+        assert.ok(seen.includes("gauges"));
+        assert.deepEqual(logs, [T0 + 250]);
+
+        // a logger arriving late learns the engine info and the gauges
+        const late: StatUpdate[] = [];
+        manager.primeLogger(recordingLogger((update) => late.push(update)));
+        assert.deepEqual(late.map((update) => update.type), ["engine", "gauges"]);
+        assert.equal(late[0]!.type === "engine" && late[0]!.maxModelLen, 2048);
+    });
+
+    test("attachToEngineClient feeds every EngineClient event to the manager, and detaches", () => {
+        const {manager} = setup();
+        const client = new EngineClient({modelPath: "/nonexistent.gguf"});
+        const detach = attachToEngineClient(manager, client);
+        client.emit("state", "loading");
+        assert.equal(manager.state, "loading");
+        client.emit("ready", engineInfo());
+        client.emit("state", "ready");
+        client.emit("request", arrival("a", T0));
+        client.emit("step", step({t: T0, running: 1, stepTokens: 1}));
+        client.emit("stats", snapshotMsg({t: T0 + 1, running: 1, waiting: 3}));
+        client.emit("rejected", {source: "engine", reason: "nope"});
+        assert.equal(manager.state, "busy");
+        assert.equal(manager.gauges().waiting, 3);
+        assert.equal(manager.counters().rejectedMessages, 1);
+        client.emit("request", finished("a", T0 + 5, "error", 0, 0));
+        client.emit("exit", {code: null, signal: "SIGKILL", description: "signal SIGKILL"});
+        assert.equal(manager.state, "crashed");
+        detach();
+        client.emit("request", arrival("b", T0));
+        assert.equal(manager.counters().requests.arrived, 1);
+        assertLedger(manager);
+    });
+});
