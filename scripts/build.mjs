@@ -19,8 +19,22 @@ const nodeOptions = {
     entryNames: "[name]"
 };
 
+/** The stats panel (webview/): one browser bundle for the VS Code webview and the dashboard page, plus its stylesheet. */
+const webviewOptions = {
+    bundle: true,
+    platform: "browser",
+    format: "iife",
+    target: "es2022",
+    sourcemap: production ? false : "linked",
+    minify: production,
+    logLevel: "warning",
+    outdir: "dist/webview",
+    entryPoints: [{in: "webview/main.ts", out: "panel"}, {in: "webview/panel.css", out: "panel"}]
+};
+
 const builds = [
-    {...nodeOptions, entryPoints: {engineMain: "engine/main.ts", statsWorker: "engine/stats/statsWorker.ts", cli: "extension/host/cli/main.ts"}}
+    {...nodeOptions, entryPoints: {engineMain: "engine/main.ts", statsWorker: "engine/stats/statsWorker.ts", cli: "extension/host/cli/main.ts", extension: "extension/vscode/extension.ts"}},
+    webviewOptions
 ];
 
 if (watch) {

@@ -21,7 +21,7 @@ export type BenchRun = {
 export type BenchIo = {
     stderr: (text: string) => void,
     /** Creates the stats pipeline (StatsManager + loggers) for a started client; only called with stats on. */
-    createStatsSession: (client: EngineClient) => Promise<StatsSession>
+    createStatsSession: (client: EngineClient, options: BenchOptions) => Promise<StatsSession>
 };
 
 /** Runs vLLM's serving benchmark shape against our engine and measures it client-side. */
@@ -39,37 +39,9 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     let session: StatsSession | undefined;
     try {
         if (options.stats)
-            session = await io.createStatsSession(client);
-        const rng = new Xoshiro128(options.seed);
-        const prompts = Array.from({length: options.numPrompts}, () => makePrompt(rng, options.inputLen));
+            session = await io.createStatsSession(client, options);
         const progress = options.progress ? new ProgressBar(options.numPrompts, io.stderr) : undefined;
-        let done = 0;
-        let inFlight = 0;
-        let slotFreed: (() => void) | undefined;
-        const pending: Array<Promise<RequestResult>> = [];
-        const started = performance.now();
-        for (let i = 0; i < prompts.length; i++) {
-            const gap = nextArrivalGapS(rng, options.requestRate);
-            if (gap > 0)
-                await new Promise((resolve) => setTimeout(resolve, gap * 1000));
-            while (inFlight >= options.maxConcurrency)
-                await new Promise<void>((resolve) => {
-                    slotFreed = resolve;
-                });
-            inFlight++;
-            const handle = client.generate({prompt: prompts[i]!, maxTokens: options.outputLen, ignoreEos: true, seed: options.seed + i});
-            pending.push(handle.done.then((result) => {
-                inFlight--;
-                done++;
-                progress?.update(done);
-                const wake = slotFreed;
-                slotFreed = undefined;
-                wake?.();
-                return result;
-            }));
-        }
-        const results = await Promise.all(pending);
-        const durationS = (performance.now() - started) / 1000;
+        const {results, durationS} = await runWorkload(client, options, (done) => progress?.update(done));
         progress?.finish();
         const metrics = computeBenchMetrics(results, durationS);
         const run: BenchRun = {metrics, results, info};
@@ -80,6 +52,53 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         await session?.dispose();
         await client.stop();
     }
+}
+
+/** What a workload sends: vLLM's random dataset shape. */
+export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed">;
+
+/**
+ * Sends a workload to a started engine: seeded prompts, Poisson arrivals (or all at once), at most
+ * `maxConcurrency` in flight, exact output lengths (ignoreEos). Used by the CLI bench and by the
+ * extension's "Run Benchmark…" (which runs it against the engine the panel is watching).
+ */
+export async function runWorkload(client: EngineClient, workload: Workload, onProgress?: (done: number) => void,
+    signal?: AbortSignal): Promise<{results: RequestResult[], durationS: number}> {
+    const rng = new Xoshiro128(workload.seed);
+    const prompts = Array.from({length: workload.numPrompts}, () => makePrompt(rng, workload.inputLen));
+    let done = 0;
+    let inFlight = 0;
+    let slotFreed: (() => void) | undefined;
+    const pending: Array<Promise<RequestResult>> = [];
+    const handles: Array<{cancel(): void}> = [];
+    signal?.addEventListener("abort", () => handles.forEach((h) => h.cancel()), {once: true});
+    const aborted = () => signal?.aborted === true;
+    const started = performance.now();
+    for (let i = 0; i < prompts.length && !aborted(); i++) {
+        const gap = nextArrivalGapS(rng, workload.requestRate);
+        if (gap > 0)
+            await new Promise((resolve) => setTimeout(resolve, gap * 1000));
+        while (inFlight >= workload.maxConcurrency)
+            await new Promise<void>((resolve) => {
+                slotFreed = resolve;
+            });
+        if (aborted())
+            break;
+        inFlight++;
+        const handle = client.generate({prompt: prompts[i]!, maxTokens: workload.outputLen, ignoreEos: true, seed: workload.seed + i});
+        handles.push(handle);
+        pending.push(handle.done.then((result) => {
+            inFlight--;
+            done++;
+            onProgress?.(done);
+            const wake = slotFreed;
+            slotFreed = undefined;
+            wake?.();
+            return result;
+        }));
+    }
+    const results = await Promise.all(pending);
+    return {results, durationS: (performance.now() - started) / 1000};
 }
 
 /** StatsManager is the source of truth for the panel: its totals must equal what the client counted. */

@@ -3,11 +3,16 @@ import {runBenchmark, type BenchIo} from "../bench/runBenchmark.js";
 import {benchUsage, parseBenchArgs, UsageError, type BenchOptions} from "../bench/benchOptions.js";
 import {formatBenchTable} from "../bench/benchMetrics.js";
 import {EngineLoadError} from "../engine/engineClient.js";
+import {PrometheusPortInUseError} from "../stats/loggers/metricsHttpServer.js";
 
 export type CliIo = {stdout: (text: string) => void, stderr: (text: string) => void, isTty: boolean};
 
 /** `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats, 2 on usage errors. */
 export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
+    if (args.includes("--help") || args.includes("-h")) {
+        io.stdout(benchUsage);
+        return 0;
+    }
     let options: BenchOptions;
     try {
         options = parseBenchArgs(args, io.isTty);
@@ -47,6 +52,10 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
     } catch (error) {
         if (error instanceof EngineLoadError) {
             io.stderr(`Could not start the engine: ${error.message}\n`);
+            return 1;
+        }
+        if (error instanceof PrometheusPortInUseError) {
+            io.stderr(`${error.message}\n`);
             return 1;
         }
         throw error;

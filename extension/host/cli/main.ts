@@ -1,4 +1,7 @@
 /** `inference-monitor` command line: dispatches to one command per file. */
+import {StatsPipeline} from "../stats/statsPipeline.js";
+import {benchCommand, type CliIo} from "./benchCommand.js";
+import {demoCommand} from "./demoCommand.js";
 import {makeModelCommand} from "./makeModelCommand.js";
 
 const usage = `Usage: inference-monitor <command> [options]
@@ -6,12 +9,30 @@ const usage = `Usage: inference-monitor <command> [options]
 Commands:
   make-model --out FILE [--size tiny|small|medium] [--seed N] [--dtype f16|f32]
                  write the built-in demo model (a GGUF with seeded random weights)
+  bench [options]
+                 vLLM-style serving benchmark on the engine (bench --help for options)
+  demo [--model FILE] [--port N] [--duration S]
+                 serve the live dashboard while driving a mixed workload
 `;
+
+const io: CliIo = {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    isTty: process.stderr.isTTY === true
+};
 
 type Command = (args: string[]) => Promise<number>;
 
 const commands: Record<string, Command> = {
-    "make-model": (args) => makeModelCommand(args)
+    "make-model": (args) => makeModelCommand(args),
+    "bench": (args) => benchCommand(args, io, async (client, options) => {
+        const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), prometheusPort: options.prometheusPort});
+        pipeline.attach(client);
+        if (pipeline.metricsUrl !== undefined)
+            io.stderr(`Prometheus metrics at ${pipeline.metricsUrl}\n`);
+        return pipeline;
+    }),
+    "demo": (args) => demoCommand(args, io)
 };
 
 async function main(argv: string[]): Promise<number> {

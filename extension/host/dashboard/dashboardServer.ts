@@ -1,0 +1,282 @@
+/**
+ * The headless dashboard: the stats panel served to a plain browser, speaking webview/protocol.ts
+ * over a WebSocket instead of VS Code's webview messaging. One HTTP server on 127.0.0.1:
+ *
+ *   GET /              the panel page (renderPanelHtml, WebSocket transport, nonce CSP)
+ *   GET /panel.js …    the bundle's files, only from `webviewDir` (dist/webview)
+ *   GET /export.json   the full stats snapshot, as a download
+ *   GET /export.csv    the time series, one row per sample, as a download
+ *   GET /export-requests.csv  one row per recent request (metrics in ms), as a download
+ *   WS  /stream        the panel protocol: `ready` → snapshot, then deltas at ≤ 4 Hz; `setPaused`,
+ *                      `requestSnapshot`, `reset`, `export` (answered with `exportResult` carrying the
+ *                      content, which the page offers as a download)
+ *
+ * Each client gets a PanelSession (extension/host/panel: the same host end the VS Code panel uses). Client messages are
+ * validated (parsePanelToHost) and capped at `maxPanelMessageBytes`; bad ones are dropped and
+ * counted in `rejectedCount`. Browsers may only connect from this server's own
+ * origin, and only under a loopback Host name (no cross-site or DNS-rebinding access to the stats).
+ */
+import fs from "node:fs";
+import http from "node:http";
+import type {AddressInfo} from "node:net";
+import path from "node:path";
+import {WebSocket, WebSocketServer, type RawData} from "ws";
+import {renderPanelHtml, makeNonce, panelCsp} from "../../../webview/panelHtml.js";
+import {encodeMessage, maxPanelMessageBytes} from "../../../webview/protocol.js";
+import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
+import {exportStats, requestsCsv} from "../stats/statsExport.js";
+
+/** What the dashboard shows: StatsManager fits. */
+export type DashboardStatsSource = PanelStatsSource;
+
+export type DashboardServerOptions = {
+    /** TCP port; 0 (default) = a free one. */
+    port?: number,
+    /** Interface to bind. Default "127.0.0.1". Anything but loopback exposes the stats to the network. */
+    host?: string,
+    source: DashboardStatsSource,
+    /** The built panel (dist/webview: panel.js, panel.css). */
+    webviewDir: string,
+    /** Deltas per second per client at most. Default 4. */
+    maxHz?: number,
+    /** When the engine started (epoch ms), for the panel's uptime; default: the panel estimates it. */
+    engineStartedAt?: () => number | undefined,
+    /** A client whose socket has more than this many bytes buffered misses deltas (then asks for a snapshot). Default 4 MiB. */
+    maxBufferedBytes?: number,
+    /** Page title. Default "Inference Monitor". */
+    title?: string,
+    /** Where dropped client messages and socket errors are reported. Default: nowhere (they are counted). */
+    onRejected?: (reason: string) => void
+};
+
+export class DashboardPortInUseError extends Error {
+    override readonly name = "DashboardPortInUseError";
+    constructor(readonly port: number, readonly host: string) {
+        super(`port ${port} is already in use (on ${host}); pick another port, or 0 for a free one`);
+    }
+}
+
+export class DashboardServerError extends Error {
+    override readonly name = "DashboardServerError";
+}
+
+const contentTypes: Record<string, string> = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".map": "application/json; charset=utf-8",
+    ".json": "application/json; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".woff2": "font/woff2"
+};
+
+const loopbackHosts = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+
+export class DashboardServer {
+    /** Client messages dropped: malformed, unknown, binary, or over the size cap. */
+    rejectedCount = 0;
+    private readonly clients = new Set<{socket: WebSocket, session: PanelSession}>();
+    private readonly maxBufferedBytes: number;
+    private wss!: WebSocketServer;
+    private rootDir!: string;
+    private closed = false;
+
+    private constructor(private readonly options: DashboardServerOptions, private readonly server: http.Server, readonly host: string, readonly port: number) {
+        this.maxBufferedBytes = options.maxBufferedBytes ?? 4 << 20;
+    }
+
+    /** Starts serving; rejects with DashboardPortInUseError when the port is taken. */
+    static async listen(options: DashboardServerOptions): Promise<DashboardServer> {
+        const host = options.host ?? "127.0.0.1";
+        const requestedPort = options.port ?? 0;
+        if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535)
+            throw new DashboardServerError(`port must be an integer 0..65535, got ${requestedPort}`);
+        const rootDir = await fs.promises.realpath(options.webviewDir).catch(() => {
+            throw new DashboardServerError(`webviewDir ${options.webviewDir} does not exist (build the panel first: npm run build)`);
+        });
+        let dashboard: DashboardServer | undefined;
+        const server = http.createServer((request, response) => {
+            dashboard?.handleHttp(request, response).catch(() => {
+                if (!response.headersSent)
+                    response.writeHead(500);
+                response.end();
+            });
+        });
+        await new Promise<void>((resolve, reject) => {
+            server.once("error", (error: NodeJS.ErrnoException) => {
+                reject(error.code === "EADDRINUSE" ? new DashboardPortInUseError(requestedPort, host) : error);
+            });
+            server.listen(requestedPort, host, () => resolve());
+        });
+        const port = (server.address() as AddressInfo).port;
+        dashboard = new DashboardServer(options, server, host, port);
+        dashboard.rootDir = rootDir;
+        dashboard.attachWebSocket();
+        return dashboard;
+    }
+
+    /** The page's URL. */
+    get url(): string {
+        return `http://${this.host.includes(":") ? `[${this.host}]` : this.host}:${this.port}/`;
+    }
+
+    /** The WebSocket endpoint. */
+    get streamUrl(): string {
+        return `${this.url.replace(/^http/, "ws")}stream`;
+    }
+
+    get clientCount(): number {
+        return this.clients.size;
+    }
+
+    async close(): Promise<void> {
+        if (this.closed)
+            return;
+        this.closed = true;
+        for (const client of this.clients) {
+            client.session.dispose();
+            client.socket.terminate();
+        }
+        this.clients.clear();
+        await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+        this.server.closeAllConnections();
+        await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    }
+
+    // ---- WebSocket ------------------------------------------------------------------------------
+
+    private attachWebSocket(): void {
+        this.wss = new WebSocketServer({
+            server: this.server, path: "/stream", maxPayload: maxPanelMessageBytes,
+            verifyClient: ({origin, req}: {origin: string | undefined, req: http.IncomingMessage}) => this.allowedHost(req.headers.host)
+                && (origin === undefined || origin === `http://${req.headers.host}`)
+        });
+        this.wss.on("error", (error) => {
+            this.rejectedCount++;
+            this.options.onRejected?.(`websocket server: ${error.message}`);
+        });
+        this.wss.on("connection", (socket) => this.onConnection(socket));
+    }
+
+    private onConnection(socket: WebSocket): void {
+        const options = this.options;
+        const session = new PanelSession({
+            source: options.source,
+            send: (message) => {
+                if (socket.readyState === WebSocket.OPEN)
+                    socket.send(encodeMessage(message));
+            },
+            // The browser gets the export's content and offers it as a download.
+            exportStats: (format) => {
+                const exported = exportStats(options.source.snapshot(), format);
+                return {format, fileName: exported.fileName, mimeType: exported.mimeType, content: exported.content};
+            },
+            // A slow client misses deltas; the seq gap makes it ask for a snapshot.
+            canSend: () => socket.bufferedAmount <= this.maxBufferedBytes,
+            ...(options.maxHz !== undefined ? {maxHz: options.maxHz} : {}),
+            ...(options.engineStartedAt !== undefined ? {engineStartedAt: options.engineStartedAt} : {}),
+            onRejected: (reason) => {
+                this.rejectedCount++;
+                options.onRejected?.(reason);
+            }
+        });
+        const client = {socket, session};
+        this.clients.add(client);
+        socket.on("message", (data, isBinary) => {
+            if (isBinary)
+                session.reject("binary message");
+            else
+                session.receive(rawText(data));
+        });
+        // ws reports an oversized or malformed frame here, then closes the socket.
+        socket.on("error", (error) => session.reject(`client socket: ${error.message}`));
+        socket.on("close", () => {
+            session.dispose();
+            this.clients.delete(client);
+        });
+    }
+
+    // ---- HTTP -----------------------------------------------------------------------------------
+
+    /** Loopback binds answer only to loopback Host names (DNS rebinding); other binds to any. */
+    private allowedHost(hostHeader: string | undefined): boolean {
+        if (!loopbackHosts.has(this.host))
+            return true;
+        if (hostHeader === undefined)
+            return false;
+        const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostHeader);
+        return match !== null && loopbackHosts.has(match[1]!.toLowerCase()) && Number(match[2] ?? 80) === this.port;
+    }
+
+    private async handleHttp(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+        const baseHeaders = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"};
+        const fail = (status: number, text: string): void => {
+            response.writeHead(status, {...baseHeaders, "Content-Type": "text/plain; charset=utf-8"});
+            response.end(`${text}\n`);
+        };
+        if (!this.allowedHost(request.headers.host))
+            return fail(403, "forbidden host");
+        if (request.method !== "GET" && request.method !== "HEAD") {
+            response.setHeader("Allow", "GET, HEAD");
+            return fail(405, "method not allowed");
+        }
+        let pathname: string;
+        try {
+            pathname = decodeURIComponent(new URL(request.url ?? "/", "http://localhost").pathname);
+        } catch {
+            return fail(400, "bad request");
+        }
+        if (pathname === "/" || pathname === "/index.html") {
+            const nonce = makeNonce();
+            const transport = {kind: "websocket" as const, url: `ws://${request.headers.host}/stream`};
+            const html = renderPanelHtml({scriptUri: "/panel.js", styleUri: "/panel.css", cspSource: "'self'", nonce, transport, ...(this.options.title !== undefined ? {title: this.options.title} : {})});
+            response.writeHead(200, {
+                ...baseHeaders, "Content-Type": "text/html; charset=utf-8",
+                "Content-Security-Policy": `${panelCsp({cspSource: "'self'", nonce, transport})}; frame-ancestors 'none'`
+            });
+            response.end(request.method === "HEAD" ? undefined : html);
+            return;
+        }
+        if (pathname === "/export.json" || pathname === "/export.csv" || pathname === "/export-requests.csv") {
+            const snapshot = this.options.source.snapshot();
+            const exported = pathname === "/export-requests.csv"
+                ? {fileName: "inference-monitor-requests.csv", mimeType: "text/csv", content: requestsCsv(snapshot.requests)}
+                : exportStats(snapshot, pathname.endsWith("json") ? "json" : "csv");
+            response.writeHead(200, {...baseHeaders, "Content-Type": exported.mimeType, "Content-Disposition": `attachment; filename="${exported.fileName}"`});
+            response.end(request.method === "HEAD" ? undefined : exported.content);
+            return;
+        }
+        const file = await this.staticFile(pathname);
+        if (file === undefined)
+            return fail(404, "not found");
+        response.writeHead(200, {...baseHeaders, "Content-Type": contentTypes[path.extname(file).toLowerCase()] ?? "application/octet-stream"});
+        if (request.method === "HEAD") {
+            response.end();
+            return;
+        }
+        fs.createReadStream(file).on("error", () => response.destroy()).pipe(response);
+    }
+
+    /** The real path of a regular file inside webviewDir, or undefined (missing, a folder, or outside it). */
+    private async staticFile(pathname: string): Promise<string | undefined> {
+        if (pathname.includes("\0"))
+            return undefined;
+        const candidate = path.resolve(this.rootDir, `.${path.posix.normalize(pathname)}`);
+        try {
+            const real = await fs.promises.realpath(candidate);
+            if (!real.startsWith(this.rootDir + path.sep))
+                return undefined;
+            return (await fs.promises.stat(real)).isFile() ? real : undefined;
+        } catch {
+            return undefined;
+        }
+    }
+}
+
+function rawText(data: RawData): string {
+    if (Array.isArray(data))
+        return Buffer.concat(data).toString("utf8");
+    if (data instanceof ArrayBuffer)
+        return Buffer.from(data).toString("utf8");
+    return data.toString("utf8");
+}

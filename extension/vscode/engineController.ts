@@ -1,0 +1,212 @@
+import path from "node:path";
+import * as vscode from "vscode";
+import {EngineClient, EngineLoadError} from "../host/engine/engineClient.js";
+import type {EngineInfo} from "../../engine/protocol/engineMessages.js";
+import {StatsPipeline} from "../host/stats/statsPipeline.js";
+import type {StatsManager} from "../host/stats/statsManager.js";
+import {rememberModel, type ModelChoice} from "./modelPicker.js";
+import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
+
+/** Context keys the `when` clauses of package.json use. */
+const contextKeys = {
+    running: "inferenceMonitor.engineRunning",
+    started: "inferenceMonitor.engineStarted",
+    hasStats: "inferenceMonitor.hasStats"
+} as const;
+
+/**
+ * Owns the engine for the window: starts it from the settings and a model choice, restarts and stops
+ * it, and keeps one StatsPipeline (StatsManager + loggers) across restarts so counts and the
+ * request ledger survive a crash.
+ */
+export class EngineController implements vscode.Disposable {
+    private client: EngineClient | undefined;
+    private lastChoice: ModelChoice | undefined;
+    private readyAt: number | undefined;
+    private readonly pipeline: StatsPipeline;
+    private readonly changeEmitter = new vscode.EventEmitter<void>();
+    /** Fires when the engine starts, stops, crashes or its info changes. */
+    readonly onDidChange = this.changeEmitter.event;
+    private readonly disposables: vscode.Disposable[] = [];
+
+    constructor(private readonly context: vscode.ExtensionContext, private readonly log: vscode.LogOutputChannel) {
+        const settings = readSettings();
+        this.pipeline = new StatsPipeline({
+            stallThresholdMs: settings.stallThresholdMs,
+            logIntervalS: settings.logIntervalS,
+            prometheusPort: settings.prometheusPort,
+            writeLogLine: (line) => log.info(line),
+            onError: (error) => log.warn(`stats: ${error instanceof Error ? error.message : String(error)}`)
+        });
+        this.disposables.push(vscode.workspace.onDidChangeConfiguration((event) => {
+            if (event.affectsConfiguration("inferenceMonitor"))
+                void this.applySettings(event);
+        }));
+        void this.pipeline.applyLiveSettings(settings).catch((error: unknown) => this.reportPipelineError(error));
+    }
+
+    get stats(): StatsManager {
+        return this.pipeline.manager;
+    }
+
+    get engine(): EngineClient | undefined {
+        return this.client;
+    }
+
+    get info(): EngineInfo | undefined {
+        return this.client?.state === "ready" ? this.client.info : undefined;
+    }
+
+    /** When the current engine became ready (epoch ms), for the panel's uptime. */
+    get engineReadyAt(): number | undefined {
+        return this.client?.state === "ready" ? this.readyAt : undefined;
+    }
+
+    get modelLabel(): string | undefined {
+        return this.lastChoice?.label;
+    }
+
+    /** Starts the engine on `choice`, replacing a running one. Shows progress; errors become notifications. */
+    async start(choice: ModelChoice): Promise<boolean> {
+        await this.stop();
+        const settings = readSettings();
+        this.lastChoice = choice;
+        const cacheDir = this.context.globalStorageUri.fsPath;
+        const client = new EngineClient(engineClientOptions(settings, choice.path, cacheDir));
+        this.client = client;
+        this.pipeline.attach(client);
+        client.on("log", (level, message) => this.log[level](`engine: ${message}`));
+        client.on("rejected", (rejected) => this.log.warn(`rejected ${rejected.source} message: ${rejected.reason}`));
+        client.on("state", (state) => {
+            void this.updateContextKeys();
+            this.changeEmitter.fire();
+            if (state === "crashed" && this.client === client)
+                void this.onCrash();
+        });
+        this.log.info(`Starting ${choice.label} (${describeSettings(settings)})`);
+        this.changeEmitter.fire();
+        try {
+            const info = await vscode.window.withProgress({
+                location: vscode.ProgressLocation.Notification,
+                title: `Inference Monitor: loading ${choice.label}`,
+                cancellable: true
+            }, async (progress, token) => {
+                token.onCancellationRequested(() => void this.stop());
+                let reported = 0;
+                client.on("loading", (fraction) => {
+                    const percent = Math.round(fraction * 100);
+                    if (percent > reported) {
+                        progress.report({increment: percent - reported, message: `${percent}%`});
+                        reported = percent;
+                    }
+                });
+                return await client.start();
+            });
+            this.log.info(`Engine ready: ${info.model.name} (${info.model.architecture}, ${formatParams(info.model.parameterCount)}, ${info.model.quantization}) ` +
+                `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
+                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, loaded in ${(info.loadMs / 1000).toFixed(1)} s, ` +
+                `${this.client === client ? client.mode : ""} mode`);
+            this.readyAt = Date.now();
+            if (choice.path !== undefined)
+                await rememberModel(this.context.globalState, choice.path);
+            await this.updateContextKeys();
+            this.changeEmitter.fire();
+            return true;
+        } catch (error) {
+            if (this.client === client) {
+                this.client = undefined;
+                await this.updateContextKeys();
+                this.changeEmitter.fire();
+            }
+            const message = error instanceof EngineLoadError || error instanceof Error ? error.message : String(error);
+            this.log.error(`Could not start ${choice.label}: ${message}`);
+            const action = await vscode.window.showErrorMessage(`Inference Monitor: could not start ${choice.label}: ${firstLine(message)}`, "Show Log");
+            if (action === "Show Log")
+                this.log.show(true);
+            return false;
+        }
+    }
+
+    async restart(): Promise<boolean> {
+        if (this.lastChoice === undefined)
+            return false;
+        return await this.start(this.lastChoice);
+    }
+
+    async stop(): Promise<void> {
+        const client = this.client;
+        if (client === undefined)
+            return;
+        this.client = undefined;
+        await client.stop();
+        this.pipeline.detach(client);
+        this.log.info("Engine stopped");
+        await this.updateContextKeys();
+        this.changeEmitter.fire();
+    }
+
+    async dispose(): Promise<void> {
+        await this.stop();
+        await this.pipeline.dispose();
+        for (const disposable of this.disposables)
+            disposable.dispose();
+        this.changeEmitter.dispose();
+    }
+
+    private async onCrash(): Promise<void> {
+        const action = await vscode.window.showErrorMessage("Inference Monitor: the engine exited unexpectedly. Requests in flight were ended as failed.",
+            "Restart Engine", "Show Log");
+        if (action === "Restart Engine")
+            await this.restart();
+        else if (action === "Show Log")
+            this.log.show(true);
+    }
+
+    private async applySettings(event: vscode.ConfigurationChangeEvent): Promise<void> {
+        const settings = readSettings();
+        try {
+            await this.pipeline.applyLiveSettings(settings);
+        } catch (error) {
+            this.reportPipelineError(error);
+        }
+        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "engineMode", "statsIntervalMs"]
+            .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
+        if (needsRestart && this.client !== undefined) {
+            const action = await vscode.window.showInformationMessage("Inference Monitor: restart the engine to apply the new settings.", "Restart Engine");
+            if (action === "Restart Engine")
+                await this.restart();
+        }
+    }
+
+    private reportPipelineError(error: unknown): void {
+        const message = error instanceof Error ? error.message : String(error);
+        this.log.error(message);
+        void vscode.window.showErrorMessage(`Inference Monitor: ${message}`);
+    }
+
+    private async updateContextKeys(): Promise<void> {
+        const state = this.client?.state;
+        await vscode.commands.executeCommand("setContext", contextKeys.running, state === "ready");
+        await vscode.commands.executeCommand("setContext", contextKeys.started, this.lastChoice !== undefined);
+        await vscode.commands.executeCommand("setContext", contextKeys.hasStats, this.lastChoice !== undefined);
+    }
+}
+
+function describeSettings(settings: MonitorSettings): string {
+    return `${settings.engineMode} mode, gpu ${settings.gpu}, context ${settings.contextSize}, ${settings.parallelSequences} sequences, ` +
+        `threads ${settings.threads === 0 ? "default" : settings.threads}, stats every ${settings.statsIntervalMs} ms`;
+}
+
+export function formatParams(count: number): string {
+    if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B params`;
+    if (count >= 1e6) return `${(count / 1e6).toFixed(1)} M params`;
+    return `${(count / 1e3).toFixed(0)} K params`;
+}
+
+function firstLine(text: string): string {
+    return text.split("\n")[0] ?? text;
+}
+
+export function modelLabelFromPath(file: string): string {
+    return path.basename(file);
+}

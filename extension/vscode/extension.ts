@@ -1,0 +1,56 @@
+/**
+ * VS Code entry point: registers the commands, the status bar item, the log channel and the stats
+ * panel (with its serializer, so it survives a window reload). The engine starts only on demand and
+ * stops on deactivate.
+ */
+import * as vscode from "vscode";
+import {exportStats} from "./commands/exportStats.js";
+import {runBenchmark} from "./commands/runBenchmark.js";
+import {sendPrompt} from "./commands/sendPrompt.js";
+import {EngineController} from "./engineController.js";
+import {pickModel, type ModelChoice} from "./modelPicker.js";
+import {readSettings} from "./settings.js";
+import {StatsPanelManager} from "./statsPanel.js";
+import {EngineStatusBar} from "./statusBar.js";
+import path from "node:path";
+
+let controller: EngineController | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+    const log = vscode.window.createOutputChannel("Inference Monitor", {log: true});
+    const engine = new EngineController(context, log);
+    controller = engine;
+    const panels = new StatsPanelManager(context, engine, log);
+    context.subscriptions.push(log, new EngineStatusBar(engine), panels);
+
+    const command = (id: string, run: () => Promise<unknown> | unknown) =>
+        context.subscriptions.push(vscode.commands.registerCommand(id, async () => {
+            try {
+                await run();
+            } catch (error) {
+                const message = error instanceof Error ? error.message : String(error);
+                log.error(`${id} failed: ${message}`);
+                void vscode.window.showErrorMessage(`Inference Monitor: ${message}`);
+            }
+        }));
+
+    command("inferenceMonitor.startModel", async () => {
+        const configured = readSettings().modelPath;
+        const choice: ModelChoice | undefined = configured !== ""
+            ? {path: configured, label: path.basename(configured)}
+            : await pickModel(context, log);
+        if (choice !== undefined && await engine.start(choice))
+            panels.reveal(true);
+    });
+    command("inferenceMonitor.stopModel", () => engine.stop());
+    command("inferenceMonitor.restartEngine", () => engine.restart());
+    command("inferenceMonitor.showStats", () => panels.reveal(false));
+    command("inferenceMonitor.sendPrompt", () => sendPrompt(engine, log));
+    command("inferenceMonitor.runBenchmark", () => runBenchmark(engine, log));
+    command("inferenceMonitor.exportStats", () => exportStats(engine));
+}
+
+export async function deactivate(): Promise<void> {
+    await controller?.dispose();
+    controller = undefined;
+}

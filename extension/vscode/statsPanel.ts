@@ -1,0 +1,103 @@
+import fs from "node:fs/promises";
+import * as vscode from "vscode";
+import {makeNonce, renderPanelHtml} from "../../webview/panelHtml.js";
+import {encodeMessage, type ExportFormat, type ExportResultParams} from "../../webview/protocol.js";
+import {exportStats as renderExport} from "../host/stats/statsExport.js";
+import {PanelSession} from "../host/panel/panelSession.js";
+import type {EngineController} from "./engineController.js";
+
+export const statsViewType = "inferenceMonitor.stats";
+
+/**
+ * The "Inference Stats" webview panel: one at a time, restored after a window reload by its
+ * serializer. The page is the bundled panel (strict CSP, nonce script, resources only from
+ * dist/webview). It talks only through webview/protocol.ts; while hidden it gets no messages (its
+ * context is not retained, and on showing again it announces `ready` and gets a fresh snapshot).
+ */
+export class StatsPanelManager implements vscode.Disposable {
+    private panel: vscode.WebviewPanel | undefined;
+    private readonly disposables: vscode.Disposable[] = [];
+    private readonly webviewRoot: vscode.Uri;
+
+    constructor(private readonly context: vscode.ExtensionContext, private readonly controller: EngineController,
+        private readonly log: vscode.LogOutputChannel) {
+        this.webviewRoot = vscode.Uri.joinPath(context.extensionUri, "dist", "webview");
+        this.disposables.push(vscode.window.registerWebviewPanelSerializer(statsViewType, {
+            deserializeWebviewPanel: async (panel) => this.adopt(panel)
+        }));
+    }
+
+    reveal(preserveFocus: boolean): void {
+        if (this.panel !== undefined) {
+            this.panel.reveal(undefined, preserveFocus);
+            return;
+        }
+        const panel = vscode.window.createWebviewPanel(statsViewType, "Inference Stats",
+            {viewColumn: vscode.ViewColumn.Beside, preserveFocus}, this.webviewOptions());
+        this.adopt(panel);
+    }
+
+    dispose(): void {
+        this.panel?.dispose();
+        for (const disposable of this.disposables)
+            disposable.dispose();
+    }
+
+    private webviewOptions(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+        return {enableScripts: true, localResourceRoots: [this.webviewRoot], retainContextWhenHidden: false};
+    }
+
+    private adopt(panel: vscode.WebviewPanel): void {
+        this.panel?.dispose();
+        this.panel = panel;
+        panel.webview.options = this.webviewOptions();
+        const session = new PanelSession({
+            source: this.controller.stats,
+            send: (message) => void panel.webview.postMessage(JSON.parse(encodeMessage(message)) as unknown),
+            exportStats: (format) => this.exportToFile(format),
+            engineStartedAt: () => this.engineStartedAt(),
+            onRejected: (reason) => this.log.warn(`stats panel: dropped a message: ${reason}`)
+        });
+        const webview = panel.webview;
+        webview.html = renderPanelHtml({
+            scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.webviewRoot, "panel.js")).toString(),
+            styleUri: webview.asWebviewUri(vscode.Uri.joinPath(this.webviewRoot, "panel.css")).toString(),
+            cspSource: webview.cspSource,
+            nonce: makeNonce(),
+            transport: {kind: "vscode"},
+            title: "Inference Stats"
+        });
+        const subscriptions = [
+            webview.onDidReceiveMessage((message: unknown) => session.receive(message)),
+            panel.onDidChangeViewState(() => {
+                if (!panel.visible)
+                    session.stopDeltas();
+            })
+        ];
+        panel.onDidDispose(() => {
+            session.dispose();
+            subscriptions.forEach((s) => s.dispose());
+            if (this.panel === panel) {
+                this.panel = undefined;
+            }
+        });
+    }
+
+    private engineStartedAt(): number | undefined {
+        return this.controller.engineReadyAt;
+    }
+
+    private async exportToFile(format: ExportFormat): Promise<ExportResultParams> {
+        const exported = renderExport(this.controller.stats.snapshot(), format);
+        const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(this.context.globalStorageUri.fsPath);
+        const target = await vscode.window.showSaveDialog({
+            defaultUri: vscode.Uri.joinPath(base, exported.fileName),
+            filters: format === "json" ? {JSON: ["json"]} : {CSV: ["csv"]}
+        });
+        if (target === undefined)
+            throw new Error("export cancelled");
+        await fs.writeFile(target.fsPath, exported.content);
+        this.log.info(`Stats exported to ${target.fsPath}`);
+        return {format, fileName: exported.fileName, mimeType: exported.mimeType, savedTo: target.fsPath};
+    }
+}

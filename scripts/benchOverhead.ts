@@ -1,0 +1,118 @@
+/**
+ * `npm run bench:overhead -- [--pairs N] [--modes process,inProcess] [--num-prompts N] [--json FILE]`
+ *
+ * The seed's headline experiment, ours: the serving benchmark with stats OFF (no stats worker, no
+ * StatsManager, no loggers — vLLM's --disable-log-stats) and ON (1 s snapshots, StatsManager, the log
+ * line, Prometheus /metrics scraped every second, and a simulated panel subscribed at 4 Hz), as
+ * interleaved pairs in one run, so machine noise hits both alike. Prints the median ratios
+ * (targets: output throughput on/off >= 0.99, P99 ITL on/off <= 1.03). A benchmark, not a test.
+ */
+import fs from "node:fs";
+import net from "node:net";
+import {parseArgs} from "node:util";
+import {parseBenchArgs} from "../extension/host/bench/benchOptions.js";
+import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
+import type {EngineMode} from "../extension/host/engine/engineClient.js";
+import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+
+const {values} = parseArgs({options: {
+    "pairs": {type: "string", default: "5"},
+    "modes": {type: "string", default: "process,inProcess"},
+    "num-prompts": {type: "string", default: "48"},
+    "input-len": {type: "string", default: "32"},
+    "output-len": {type: "string", default: "64"},
+    "demo-size": {type: "string", default: "small"},
+    "json": {type: "string"}
+}, strict: true});
+
+async function freePort(): Promise<number> {
+    return await new Promise((resolve, reject) => {
+        const server = net.createServer();
+        server.listen(0, "127.0.0.1", () => {
+            const {port} = server.address() as net.AddressInfo;
+            server.close(() => resolve(port));
+        });
+        server.on("error", reject);
+    });
+}
+
+function median(xs: number[]): number {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
+    const args = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
+        "--demo-size", values["demo-size"], "--stats", stats ? "on" : "off", "--stats-interval-ms", "1000", "--no-progress",
+        ...(mode === "inProcess" ? ["--in-process"] : [])];
+    const options = parseBenchArgs(args, false);
+    let scraper: NodeJS.Timeout | undefined;
+    let unsubscribe: (() => void) | undefined;
+    let scrapes = 0;
+    let deltaBytes = 0;
+    const run = await runBenchmark(options, {
+        stderr: () => undefined,
+        createStatsSession: async (client) => {
+            const pipeline = await StatsPipeline.create({writeLogLine: () => undefined, logIntervalS: 10, prometheusPort: await freePort()});
+            pipeline.attach(client);
+            const url = pipeline.metricsUrl!;
+            scraper = setInterval(() => void fetch(url).then((r) => r.text()).then(() => scrapes++, () => undefined), 1000);
+            unsubscribe = pipeline.manager.subscribe((delta) => {
+                deltaBytes += JSON.stringify(delta).length;
+            }, {maxHz: 4});
+            return {
+                totals: () => pipeline.totals(),
+                dispose: async () => {
+                    clearInterval(scraper);
+                    unsubscribe?.();
+                    await pipeline.dispose();
+                }
+            };
+        }
+    });
+    if (stats && (scrapes === 0 || deltaBytes === 0))
+        console.warn(`warning: the stats-on run saw ${scrapes} scrapes and ${deltaBytes} delta bytes`);
+    if (run.statsAgreement !== undefined && !run.statsAgreement.ok)
+        throw new Error(run.statsAgreement.detail);
+    return run;
+}
+
+async function main(): Promise<void> {
+    const pairs = Number(values.pairs);
+    const modes = values.modes.split(",") as EngineMode[];
+    const report: Record<string, unknown> = {pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"], outputLen: values["output-len"], model: values["demo-size"]}};
+    for (const mode of modes) {
+        const throughputRatios: number[] = [];
+        const p99ItlRatios: number[] = [];
+        const rows: Array<Record<string, number>> = [];
+        await once(mode, true); // warm-up (model generation, page cache)
+        for (let i = 0; i < pairs; i++) {
+            // Alternate which goes first so drift does not favour one side.
+            const [off, on] = i % 2 === 0
+                ? [await once(mode, false), await once(mode, true)]
+                : await (async () => {
+                    const first = await once(mode, true);
+                    return [await once(mode, false), first] as const;
+                })();
+            throughputRatios.push(on.metrics.output_throughput / off.metrics.output_throughput);
+            p99ItlRatios.push(on.metrics.p99_itl_ms / off.metrics.p99_itl_ms);
+            rows.push({off_output_throughput: off.metrics.output_throughput, on_output_throughput: on.metrics.output_throughput,
+                off_p99_itl_ms: off.metrics.p99_itl_ms, on_p99_itl_ms: on.metrics.p99_itl_ms,
+                off_p99_tpot_ms: off.metrics.p99_tpot_ms, on_p99_tpot_ms: on.metrics.p99_tpot_ms});
+            console.log(`${mode} pair ${i + 1}/${pairs}: output tok/s off ${off.metrics.output_throughput.toFixed(1)} on ${on.metrics.output_throughput.toFixed(1)} · ` +
+                `P99 ITL off ${off.metrics.p99_itl_ms.toFixed(2)} ms on ${on.metrics.p99_itl_ms.toFixed(2)} ms`);
+        }
+        const summary = {median_output_throughput_ratio: median(throughputRatios), median_p99_itl_ratio: median(p99ItlRatios), pairs: rows};
+        report[mode] = summary;
+        console.log(`${mode}: median output throughput on/off ${summary.median_output_throughput_ratio.toFixed(3)} (target >= 0.99), ` +
+            `median P99 ITL on/off ${summary.median_p99_itl_ratio.toFixed(3)} (target <= 1.03)`);
+    }
+    if (values.json !== undefined)
+        fs.writeFileSync(values.json, JSON.stringify(report, null, 2) + "\n");
+}
+
+main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+});

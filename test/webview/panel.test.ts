@@ -1,0 +1,305 @@
+/**
+ * The stats panel end to end, in real Chromium: a real engine (EngineClient on the generated tiny
+ * model, real node-llama-cpp) feeding the real StatsManager, served by DashboardServer; the page
+ * shows the manager's numbers in the KPI tiles, draws every chart, logs no console errors and no CSP
+ * violations, survives malformed messages (from the page's transport and from the server), exports,
+ * pauses, resets, and keeps its buffers bounded when fed an hour of data. Saves a screenshot to
+ * test/e2e/artifacts/panel.png.
+ */
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import {after, before, describe, test} from "node:test";
+import type {Page} from "playwright-core";
+import {DashboardServer, type DashboardStatsSource} from "../../extension/host/dashboard/dashboardServer.js";
+import {EngineClient} from "../../extension/host/engine/engineClient.js";
+import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
+import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+import {kpiDefinitions} from "../../webview/kpiTiles.js";
+import {encodeMessage, ReadyMessage} from "../../webview/protocol.js";
+import {tinyModelPath} from "../helpers/testModels.js";
+import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
+import {ensurePanelBuilt, repoRoot, webviewDistDir} from "./panelBuild.js";
+import {connectStream} from "./wsClient.js";
+
+const artifactsDir = path.join(repoRoot, "test", "e2e", "artifacts");
+const chartNames = ["throughput", "latency", "requests", "cache", "histograms", "timeline"];
+const prompt = "Once upon a time there was a little robot";
+
+type PageProblem = {kind: string, text: string};
+
+/** The page's KPI tiles: key → {text, value}. */
+async function readTiles(page: Page): Promise<Record<string, {text: string, value: number | null}>> {
+    return await page.$$eval("[data-metric]", (elements) => Object.fromEntries(elements.map((element) => {
+        const html = element as HTMLElement;
+        const value = html.dataset.value === undefined || html.dataset.value === "" ? null : Number(html.dataset.value);
+        return [html.dataset.metric!, {text: html.textContent ?? "", value}];
+    })));
+}
+
+/** The exact value each tile should show for a snapshot (the mapping the panel documents). */
+function expectedTiles(snapshot: StatsSnapshotView): Record<string, number | null> {
+    return Object.fromEntries(kpiDefinitions.map((definition) => [definition.key, definition.value(snapshot)]));
+}
+
+/** Pixels of a canvas that are drawn (alpha > 0), and those close to a CSS colour. */
+async function canvasInk(page: Page, chart: string, cssColor?: string): Promise<{drawn: number, total: number, colored: number}> {
+    return await page.evaluate(([name, color]) => {
+        const canvas = document.querySelector<HTMLCanvasElement>(`canvas[data-chart="${name}"]`);
+        if (canvas === null)
+            throw new Error(`no canvas for ${name}`);
+        // read a copy: repeated readbacks of the chart's own canvas make Chromium warn on the console
+        const copy = document.createElement("canvas");
+        copy.width = canvas.width;
+        copy.height = canvas.height;
+        const context = copy.getContext("2d", {willReadFrequently: true})!;
+        context.drawImage(canvas, 0, 0);
+        const {data} = context.getImageData(0, 0, copy.width, copy.height);
+        let target: number[] | undefined;
+        if (color !== undefined) {
+            const probe = document.createElement("canvas").getContext("2d")!;
+            probe.fillStyle = getComputedStyle(document.body).getPropertyValue(color).trim();
+            const hex = String(probe.fillStyle);
+            target = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+        }
+        let drawn = 0;
+        let colored = 0;
+        for (let i = 0; i < data.length; i += 4) {
+            if (data[i + 3]! === 0)
+                continue;
+            drawn++;
+            if (target !== undefined && data[i + 3]! > 200 && Math.abs(data[i]! - target[0]!) + Math.abs(data[i + 1]! - target[1]!) + Math.abs(data[i + 2]! - target[2]!) < 60)
+                colored++;
+        }
+        return {drawn, total: data.length / 4, colored};
+    }, [chart, cssColor] as const);
+}
+
+describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, () => {
+    let client: EngineClient;
+    let manager: StatsManager;
+    let detach: () => void;
+    let server: DashboardServer;
+    let browser: LaunchedBrowser;
+    let page: Page;
+    const problems: PageProblem[] = [];
+    /** When set, the server also delivers this malformed delta to the page (the host-side path). */
+    let injectBadDelta = false;
+
+    async function runRequests(count: number): Promise<void> {
+        const handles = Array.from({length: count}, (_, i) => client.generate({prompt: `${prompt} ${i}`, maxTokens: 16, ignoreEos: true, temperature: 0}));
+        const results = await Promise.all(handles.map((handle) => handle.done));
+        for (const result of results)
+            assert.equal(result.reason, "length", result.error);
+    }
+
+    async function waitForTile(key: string, value: number, timeout = 15_000): Promise<void> {
+        await page.waitForFunction(([metric, expected]) => document.querySelector<HTMLElement>(`[data-metric="${metric}"]`)?.dataset.value === String(expected),
+            [key, value] as const, {timeout});
+    }
+
+    before(async () => {
+        ensurePanelBuilt();
+        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4, statsIntervalMs: 200});
+        manager = new StatsManager();
+        detach = attachToEngineClient(manager, client);
+        await client.start();
+        const source: DashboardStatsSource = {
+            snapshot: () => manager.snapshot(),
+            reset: () => manager.reset(),
+            subscribe: (listener, options) => manager.subscribe((delta) => {
+                listener(delta);
+                if (injectBadDelta) {
+                    injectBadDelta = false;
+                    listener({t: delta.t, seq: "not a number", gauges: {running: "many"}} as unknown as StatsDelta);
+                }
+            }, options)
+        };
+        server = await DashboardServer.listen({port: 0, source, webviewDir: webviewDistDir, engineStartedAt: () => Date.now() - 65_000});
+        browser = await launchChromium();
+        page = await browser.context.newPage();
+        await page.addInitScript(() => {
+            document.addEventListener("securitypolicyviolation", (event) => {
+                console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`);
+            });
+        });
+        page.on("console", (message) => {
+            if (message.type() === "error" || message.type() === "warning")
+                problems.push({kind: `console.${message.type()}`, text: message.text()});
+        });
+        page.on("pageerror", (error) => problems.push({kind: "pageerror", text: error.message}));
+        page.on("requestfailed", (request) => problems.push({kind: "requestfailed", text: `${request.url()} ${request.failure()?.errorText}`}));
+        await page.goto(server.url);
+        await waitForTile("completed", 0);
+    });
+
+    after(async () => {
+        await browser?.close();
+        await server?.close();
+        detach?.();
+        await client?.stop();
+        await manager?.dispose();
+    });
+
+    test("KPI tiles show the StatsManager's numbers after 12 requests", async () => {
+        await runRequests(12);
+        await waitForTile("completed", 12);
+        const tiles = await readTiles(page);
+        assert.ok(tiles.output_throughput!.value! > 0, `output_throughput ${tiles.output_throughput!.text}`);
+        assert.ok(tiles.prompt_throughput!.value! > 0);
+        assert.ok(tiles.request_throughput!.value! > 0);
+        // the percentiles and counters are stable once the requests are done: exact agreement
+        const expected = expectedTiles(manager.snapshot());
+        for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms"])
+            await waitForTile(key, expected[key]!);
+        const settled = await readTiles(page);
+        for (const key of ["completed", "failed", "num_preemptions", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms"])
+            assert.equal(settled[key]!.value, expected[key], `${key}: page ${settled[key]!.text}, manager ${expected[key]}`);
+        assert.equal(settled.completed!.text, "12");
+        assert.equal(settled.failed!.text, "0");
+        for (const key of ["median_ttft_ms", "median_itl_ms", "median_tpot_ms", "median_e2el_ms"]) {
+            assert.ok(settled[key]!.value! > 0, `${key} ${settled[key]!.text}`);
+            assert.match(settled[key]!.text, /^\d+(\.\d+)?$/, `${key}: the element holds just the number`);
+        }
+        assert.ok(Math.abs(Number(settled.median_ttft_ms!.text) - expected.median_ttft_ms!) <= Math.max(0.01, expected.median_ttft_ms! * 0.01));
+        const header = await page.$$eval("[data-field]", (elements) => Object.fromEntries(elements.map((e) => [(e as HTMLElement).dataset.field!, e.textContent])));
+        assert.match(header.model!, /F16|Q|params/);
+        assert.equal(header.backend, "CPU");
+        assert.equal(header.context, "1024 tokens");
+        assert.equal(header.sequences, "4");
+        assert.match(header.uptime!, /^1m \d\ds$/);
+        assert.match(header.state!, /^(idle|busy)$/);
+    });
+
+    test("every chart is drawn, with its data", async () => {
+        // the time series samples once a second: wait for a sample that saw the generation throughput
+        await page.waitForFunction(() => window.__inferenceMonitorPanel!.app.store.series.toArray().some((point) => point.generationTokensPerS > 0), undefined, {timeout: 10_000});
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+        for (const name of chartNames) {
+            const ink = await canvasInk(page, name);
+            assert.ok(ink.total > 10_000, `${name}: canvas ${ink.total} px`);
+            assert.ok(ink.drawn > ink.total * 0.01, `${name}: only ${ink.drawn} of ${ink.total} pixels drawn`);
+        }
+        assert.ok((await canvasInk(page, "throughput", "--im-blue")).colored > 50, "throughput: no generation series drawn");
+        assert.ok((await canvasInk(page, "histograms", "--im-orange")).colored > 50, "histograms: no TTFT distribution drawn");
+        assert.ok((await canvasInk(page, "timeline", "--im-blue")).colored > 200, "timeline: no decode bars drawn");
+    });
+
+    test("saves a screenshot", async () => {
+        fs.mkdirSync(artifactsDir, {recursive: true});
+        await page.screenshot({path: path.join(artifactsDir, "panel.png"), fullPage: true});
+        const dark = await browser.context.newPage();
+        await dark.emulateMedia({colorScheme: "dark"});
+        await dark.goto(server.url);
+        await dark.waitForFunction(() => document.querySelector<HTMLElement>('[data-metric="completed"]')?.dataset.value === "12");
+        await dark.waitForTimeout(300);
+        await dark.screenshot({path: path.join(artifactsDir, "panel-dark.png"), fullPage: true});
+        await dark.close();
+    });
+
+    test("the WebSocket stream delivers a snapshot, then deltas with increasing seq", async () => {
+        const stream = await connectStream(server.streamUrl);
+        stream.sendRaw(encodeMessage(ReadyMessage.create({protocolVersion: 1})));
+        await stream.waitFor((message) => message.type === "delta", 3);
+        assert.equal(stream.messages[0]!.type, "snapshot");
+        const seqs = stream.messages.slice(1).map((message) => message.type === "delta" ? message.delta.seq : -1);
+        assert.deepEqual(seqs, seqs.map((_, i) => i + 1));
+        const times = stream.messages.slice(1).map((message) => message.type === "delta" ? message.delta.t : 0);
+        for (let i = 1; i < times.length; i++)
+            assert.ok(times[i]! - times[i - 1]! >= 240, `deltas only ${times[i]! - times[i - 1]!} ms apart (> 4 Hz)`);
+        stream.socket.close();
+    });
+
+    test("malformed messages are dropped and counted; the page keeps working", async () => {
+        const rejectedBefore = await page.evaluate(() => window.__inferenceMonitorPanel!.app.counters.rejected);
+        await page.evaluate(() => {
+            const panel = window.__inferenceMonitorPanel!;
+            panel.receive("{not json");
+            panel.receive({type: "delta", delta: {t: 1, seq: -4}});
+            panel.receive({type: "snapshot", snapshot: {t: 1}, seq: 0});
+            panel.receive({type: "transmogrify"});
+            panel.receive(null);
+        });
+        injectBadDelta = true;
+        await page.waitForFunction((before) => window.__inferenceMonitorPanel!.app.counters.rejected >= before + 6, rejectedBefore, {timeout: 10_000});
+        assert.match(await page.textContent('[data-field="rejected"]') ?? "", /malformed messages? dropped/);
+        await runRequests(2);
+        await waitForTile("completed", 14);
+        const counters = await page.evaluate(() => window.__inferenceMonitorPanel!.app.counters);
+        assert.equal(counters.gaps, 0, "the bad delta did not break the seq chain");
+    });
+
+    test("export downloads CSV built by the host", async () => {
+        const [download] = await Promise.all([page.waitForEvent("download"), page.click('[data-action="export-csv"]')]);
+        const file = await download.path();
+        const lines = fs.readFileSync(file, "utf8").trim().split("\r\n");
+        assert.match(download.suggestedFilename(), /^inference-monitor-.*-timeseries\.csv$/);
+        assert.match(lines[0]!, /^time,prompt_tokens_per_s,generation_tokens_per_s/);
+        const snapshotPoints = manager.snapshot().timeSeries.length;
+        assert.ok(lines.length >= 2 && Math.abs(lines.length - 1 - snapshotPoints) <= 1, `${lines.length - 1} rows vs ${snapshotPoints} points`);
+    });
+
+    test("pause stops applying deltas; resume catches up with a snapshot", async () => {
+        await page.click('[data-action="pause"]');
+        await page.waitForFunction(() => document.querySelector('[data-action="pause"]')?.textContent === "Resume");
+        await runRequests(3);
+        await page.waitForTimeout(800);
+        assert.equal((await readTiles(page)).completed!.value, 14, "paused: no new numbers");
+        await page.click('[data-action="pause"]');
+        await waitForTile("completed", 17);
+    });
+
+    test("reset asks the host; the page starts over from the reset snapshot", async () => {
+        await page.click('[data-action="reset"]');
+        await page.click('[data-action="reset"]');
+        await waitForTile("completed", 0);
+        assert.equal(manager.snapshot().counters.requests.completed, 0);
+    });
+
+    test("re-reads the theme colours when the VS Code theme class changes", async () => {
+        await page.evaluate(() => {
+            document.documentElement.style.setProperty("--vscode-charts-purple", "#ff00ff");
+            document.body.classList.add("vscode-dark");
+        });
+        await runRequests(2);
+        await waitForTile("completed", 2);
+        await page.waitForFunction(() => window.__inferenceMonitorPanel!.app.store.series.toArray().some((point) => point.promptTokensPerS > 0), undefined, {timeout: 10_000});
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+        assert.ok((await canvasInk(page, "throughput", "--im-purple")).colored > 20, "the prompt series uses the new theme colour");
+    });
+
+    test("memory stays bounded: an hour of time series and thousands of requests", async () => {
+        const held = await page.evaluate(() => {
+            const panel = window.__inferenceMonitorPanel!;
+            const store = panel.app.store;
+            let seq = store.seq;
+            let t = store.t;
+            // 5000 one-second samples (83 min) and 5000 requests, 4 per delta (no helper functions here:
+            // tsx would wrap them in a __name() the page does not have)
+            for (let batch = 0; batch < 1250; batch++) {
+                const points = [];
+                const requests = [];
+                for (let i = 0; i < 4; i++) {
+                    t += 1000;
+                    points.push({t, promptTokensPerS: 10, generationTokensPerS: 20, requestsPerS: 1, ttftP50S: 0.01, ttftP99S: 0.02,
+                        itlP50S: 0.005, itlP99S: 0.01, running: 1, waiting: 0, kvCacheUsage: 0.5, vramUsedBytes: 0});
+                    requests.push({id: `mem-${batch}-${i}`, phase: "finished", priority: 0, maxTokens: 16, arrival: t, queued: t, scheduled: t + 1,
+                        firstToken: t + 5, lastToken: t + 50, finished: t + 50, preemptions: [], reason: "length", promptTokens: 8, generatedTokens: 16,
+                        metrics: {ttftS: 0.005}});
+                }
+                panel.receive(JSON.stringify({type: "delta", delta: {t, seq: ++seq, timeSeries: points, requests}}));
+            }
+            return {points: store.series.size, backing: store.series.capacityUsed, requests: store.requests.size, limits: panel.storeLimits, seq: store.seq, expected: seq};
+        });
+        assert.equal(held.seq, held.expected, "every delta applied");
+        assert.ok(held.points <= 15 * 60 + 1, `${held.points} points held`);
+        assert.ok(held.backing <= 2 * held.limits.maxSeriesPoints + 64, `${held.backing} points in the backing array`);
+        assert.equal(held.requests, held.limits.maxRequests);
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    });
+
+    test("no console errors, page errors or CSP violations", () => {
+        assert.deepEqual(problems, []);
+    });
+});

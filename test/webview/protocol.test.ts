@@ -1,0 +1,145 @@
+/**
+ * webview/protocol.ts: both directions' validators accept every well-formed message (built from a
+ * real StatsManager's snapshot and deltas) and refuse malformed ones with PanelProtocolError.
+ */
+import assert from "node:assert/strict";
+import {describe, test} from "node:test";
+import {
+    DeltaMessage, ErrorMessage, ExportMessage, ExportResultMessage, PanelProtocolError, PausedMessage, ReadyMessage, RequestSnapshotMessage,
+    ResetMessage, SetPausedMessage, SnapshotMessage, encodeMessage, maxPanelMessageBytes, panelProtocolVersion, parseHostToPanel,
+    parsePanelToHost, type HostToPanel
+} from "../../webview/protocol.js";
+import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+import {fakeStats} from "./statsFixtures.js";
+
+function realStats(): {snapshot: StatsSnapshotView, deltas: StatsDelta[]} {
+    const stats = fakeStats();
+    const deltas: StatsDelta[] = [];
+    stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
+    for (let i = 0; i < 5; i++) {
+        stats.runRequest(`req-${i}`, {preempt: i === 2, fail: i === 4});
+        stats.advance(1000);
+    }
+    stats.manager.reset();
+    stats.runRequest("after-reset");
+    stats.advance(1000);
+    return {snapshot: stats.manager.snapshot(), deltas};
+}
+
+const clone = <T>(value: T): T => structuredClone(value);
+
+function rejects(parse: (value: unknown) => unknown, value: unknown, pattern?: RegExp): void {
+    assert.throws(() => parse(value), (error: unknown) => {
+        assert.ok(error instanceof PanelProtocolError, `expected PanelProtocolError, got ${String(error)}`);
+        assert.equal(error.name, "PanelProtocolError");
+        if (pattern !== undefined)
+            assert.match(error.message, pattern);
+        return true;
+    });
+}
+
+describe("host → panel", () => {
+    const {snapshot, deltas} = realStats();
+
+    test("accepts a real snapshot, as an object and as JSON text, unchanged", () => {
+        const message = SnapshotMessage.create({snapshot, seq: 0, engineStartedAt: snapshot.t - 5000});
+        assert.deepEqual(parseHostToPanel(message), message);
+        assert.deepEqual(parseHostToPanel(encodeMessage(message)), JSON.parse(encodeMessage(message)));
+        assert.ok(snapshot.requests.length > 0 && snapshot.timeSeries.length > 0);
+    });
+
+    test("accepts every real delta, including the reset one", () => {
+        assert.ok(deltas.length >= 5, `only ${deltas.length} deltas`);
+        assert.ok(deltas.some((delta) => delta.reset !== undefined), "no reset delta");
+        assert.ok(deltas.some((delta) => delta.requests !== undefined && delta.timeSeries !== undefined));
+        for (const delta of deltas)
+            assert.deepEqual(parseHostToPanel(encodeMessage(DeltaMessage.create({delta}))), JSON.parse(encodeMessage(DeltaMessage.create({delta}))));
+    });
+
+    test("accepts paused, exportResult and error", () => {
+        const messages: HostToPanel[] = [
+            PausedMessage.create({paused: true}),
+            ExportResultMessage.create({format: "csv", fileName: "x.csv", mimeType: "text/csv", content: "a,b\r\n"}),
+            ExportResultMessage.create({format: "json", fileName: "x.json", mimeType: "application/json", savedTo: "/tmp/x.json"}),
+            ErrorMessage.create({message: "export failed"})
+        ];
+        for (const message of messages)
+            assert.deepEqual(parseHostToPanel(message), message);
+    });
+
+    test("rejects malformed messages", () => {
+        const bad: Array<[unknown, RegExp?]> = [
+            ["not json", /not JSON/],
+            [null, /expected an object/],
+            [[], /expected an object/],
+            [{type: "nope"}, /unknown message type/],
+            [{type: "ready", protocolVersion: 1}, /unknown message type/],
+            [{type: "snapshot", seq: 0}, /snapshot/],
+            [{type: "snapshot", snapshot, seq: -1}, /seq/],
+            [{type: "snapshot", snapshot, seq: 1.5}, /seq/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), state: "exploded"}, seq: 0}, /state/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), gauges: {...snapshot.gauges, running: "3"}}, seq: 0}, /gauges\.running/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), timeSeries: [{t: 1}]}, seq: 0}, /timeSeries\[0\]/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), requests: [{...snapshot.requests[0], arrival: null}]}, seq: 0}, /requests\[0\]\.arrival/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), percentiles: {...snapshot.percentiles, bogus: snapshot.percentiles.ttft}}, seq: 0}, /unknown metric/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), histograms: {...snapshot.histograms, ttft: {...snapshot.histograms.ttft, counts: [1]}}}, seq: 0}, /counts\.length/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), engine: {pid: 1}}, seq: 0}, /engine/],
+            [{type: "delta"}, /delta/],
+            [{type: "delta", delta: {t: 1, seq: "2"}}, /seq/],
+            [{type: "delta", delta: {t: 1, seq: 2, gauges: {running: Number.NaN}}}, /running/],
+            [{type: "delta", delta: {t: 1, seq: 2, counters: {requests: {arrived: 1}}}}, /requests/],
+            [{type: "delta", delta: {t: 1, seq: 2, timeSeries: "points"}}, /timeSeries/],
+            [{type: "delta", delta: {t: 1, seq: 2, reset: {}}}, /reset/],
+            [{type: "paused", paused: "yes"}, /paused/],
+            [{type: "exportResult", format: "xml", fileName: "x", mimeType: "x"}, /format/],
+            [{type: "error"}, /message/]
+        ];
+        for (const [value, pattern] of bad)
+            rejects(parseHostToPanel, value, pattern);
+    });
+
+    test("a partial delta with only some keys is fine", () => {
+        const delta = {t: 5, seq: 3, gauges: {running: 2}, percentiles: {ttft: snapshot.percentiles.ttft}};
+        assert.deepEqual(parseHostToPanel({type: "delta", delta}), {type: "delta", delta});
+    });
+});
+
+describe("panel → host", () => {
+    test("accepts every panel message", () => {
+        const messages = [
+            ReadyMessage.create({protocolVersion: panelProtocolVersion}),
+            SetPausedMessage.create({paused: true}),
+            SetPausedMessage.create({paused: false}),
+            ResetMessage.create({}),
+            ExportMessage.create({format: "json"}),
+            ExportMessage.create({format: "csv"}),
+            RequestSnapshotMessage.create({reason: "seqGap"})
+        ];
+        for (const message of messages) {
+            assert.deepEqual(parsePanelToHost(message), message);
+            assert.deepEqual(parsePanelToHost(encodeMessage(message)), message);
+        }
+    });
+
+    test("drops unknown keys and keeps the declared ones", () => {
+        assert.deepEqual(parsePanelToHost({type: "reset", extra: 1}), {type: "reset"});
+    });
+
+    test("rejects malformed messages", () => {
+        const bad: Array<[unknown, RegExp?]> = [
+            ["{", /not JSON/],
+            [42, /expected an object/],
+            [{}, /unknown message type/],
+            [{type: "snapshot"}, /unknown message type/],
+            [{type: "ready"}, /protocolVersion/],
+            [{type: "ready", protocolVersion: -1}, /protocolVersion/],
+            [{type: "setPaused"}, /paused/],
+            [{type: "setPaused", paused: 1}, /paused/],
+            [{type: "export", format: "pdf"}, /format/],
+            [{type: "requestSnapshot", reason: "because"}, /reason/],
+            [JSON.stringify({type: "reset", pad: "x".repeat(maxPanelMessageBytes)}), /longer than/]
+        ];
+        for (const [value, pattern] of bad)
+            rejects(parsePanelToHost, value, pattern);
+    });
+});

@@ -1,0 +1,120 @@
+/**
+ * The per-request waterfall of the last ~50 requests (newest at the top): floating horizontal bars
+ * for queue (queued → scheduled), prefill (scheduled → first token) and decode (first token → last
+ * token, or now while running), from the RequestRecord timestamps (host clock); preemptions as red
+ * crosses. Decode bars of failed or aborted requests are drawn in red.
+ */
+import type {Chart, ChartDataset, Scale} from "chart.js" with {"resolution-mode": "import"};
+import type {RequestRecord} from "../../extension/host/stats/statsTypes.js";
+import {withAlpha, type Theme} from "../theme.js";
+import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
+import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";
+
+export const timelineRows = 50;
+
+type Span = [number, number];
+type Bar = Span | null;
+type Marker = {x: number, y: string};
+
+export type TimelineRow = {label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[]};
+
+/** Rows for the most recent requests, newest first; `now` ends the open segments. */
+export function timelineRowsOf(requests: Iterable<RequestRecord>, now: number, limit = timelineRows): TimelineRow[] {
+    const recent: RequestRecord[] = [];
+    for (const record of requests) {
+        recent.push(record);
+        if (recent.length > limit)
+            recent.shift();
+    }
+    return recent.reverse().map((record) => {
+        const queueStart = record.queued ?? record.inputProcessed ?? record.arrival;
+        const end = record.lastToken ?? record.finished ?? now;
+        const span = (from: number | undefined, to: number | undefined): Bar =>
+            from === undefined || to === undefined ? null : [from, Math.max(from, to)];
+        return {
+            label: `${record.id.slice(0, 8)} ${record.generatedTokens} tok`,
+            queue: span(queueStart, record.scheduled ?? (record.phase === "finished" ? record.finished : now)),
+            prefill: span(record.scheduled, record.firstToken ?? (record.phase === "finished" ? record.finished : now)),
+            decode: record.firstToken === undefined ? null : span(record.firstToken, end),
+            failed: record.reason === "error" || record.reason === "abort",
+            preemptions: record.preemptions
+        };
+    });
+}
+
+export class TimelineChart implements LiveChart {
+    readonly name = "timeline";
+    readonly element: HTMLElement;
+    private readonly box: HTMLElement;
+    private readonly chart: Chart<"bar" | "scatter", Array<Bar | Marker>, string>;
+    private theme: Theme;
+    private rows = 0;
+
+    constructor(chartjs: ChartJs, theme: Theme) {
+        const card = chartCard(this.name, "Request timeline", `last ${timelineRows} requests, newest on top`, "card span-2");
+        this.element = card.element;
+        this.box = card.box;
+        this.theme = theme;
+        const bar = (label: string): ChartDataset<"bar", Bar[]> => ({
+            type: "bar", label, data: [], grouped: false, borderSkipped: false, barPercentage: 0.9, categoryPercentage: 0.9
+        });
+        const markers: ChartDataset<"scatter", Marker[]> = {type: "scatter", label: "preemption", data: [], pointStyle: "crossRot", pointRadius: 5};
+        this.chart = new chartjs.Chart<"bar" | "scatter", Array<Bar | Marker>, string>(card.canvas, {
+            type: "bar",
+            data: {labels: [], datasets: [bar("queue"), bar("prefill"), bar("decode"), markers] as Array<ChartDataset<"bar" | "scatter", Array<Bar | Marker>>>},
+            options: {
+                animation: false, responsive: true, maintainAspectRatio: false, indexAxis: "y",
+                plugins: {legend: {position: "bottom", labels: {boxWidth: 12}}},
+                scales: {
+                    x: {type: "linear", afterBuildTicks: clockTicks, ticks: {maxRotation: 0, autoSkip: false, callback(this: Scale, value: number | string) {
+                        return clockLabel(this, Number(value));
+                    }}},
+                    y: {type: "category", ticks: {autoSkip: false, font: {size: 10}}}
+                }
+            }
+        });
+        this.applyTheme(theme);
+    }
+
+    update({store}: ChartContext): void {
+        const rows = timelineRowsOf(store.requests.values(), store.t);
+        const chart = this.chart;
+        chart.data.labels = rows.map((row) => row.label);
+        const [queue, prefill, decode, markers] = chart.data.datasets;
+        queue!.data = rows.map((row) => row.queue);
+        prefill!.data = rows.map((row) => row.prefill);
+        decode!.data = rows.map((row) => row.decode);
+        const red = this.theme.colors.red;
+        decode!.backgroundColor = rows.map((row) => row.failed ? red : this.theme.colors.blue);
+        markers!.data = rows.flatMap((row) => row.preemptions.map((t) => ({x: t, y: row.label})));
+        let lo = Number.POSITIVE_INFINITY;
+        let hi = Number.NEGATIVE_INFINITY;
+        for (const row of rows)
+            for (const span of [row.queue, row.prefill, row.decode])
+                if (span !== null) {
+                    lo = Math.min(lo, span[0]);
+                    hi = Math.max(hi, span[1]);
+                }
+        const x = chart.options.scales!.x!;
+        x.min = Number.isFinite(lo) ? lo : store.t - 60_000;
+        x.max = Number.isFinite(hi) ? hi + Math.max(1, (hi - lo) * 0.02) : store.t;
+        if (rows.length !== this.rows) {
+            this.rows = rows.length;
+            this.box.style.height = `${Math.min(860, Math.max(200, 70 + rows.length * 16))}px`;
+        }
+        chart.update("none");
+    }
+
+    applyTheme(theme: Theme): void {
+        this.theme = theme;
+        const [queue, prefill, decode, markers] = this.chart.data.datasets;
+        queue!.backgroundColor = withAlpha(theme.colors.yellow, 0.85);
+        prefill!.backgroundColor = withAlpha(theme.colors.orange, 0.9);
+        decode!.backgroundColor = theme.colors.blue;
+        markers!.borderColor = theme.colors.red;
+        markers!.backgroundColor = theme.colors.red;
+        markers!.borderWidth = 2;
+        applyAxisTheme(this.chart, theme);
+        this.chart.update("none");
+    }
+}

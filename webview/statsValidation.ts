@@ -1,0 +1,219 @@
+/**
+ * Structural checks of the stats payloads the host sends the panel (StatsSnapshotView, StatsDelta):
+ * every field the panel reads has the right JSON type, arrays are bounded, timestamps are finite.
+ * They check in place and return the value typed (no copy: a snapshot holds hundreds of records).
+ * Unknown extra keys are allowed (a newer host may add some). Throws ProtocolError.
+ */
+import {
+    ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
+} from "../engine/protocol/validation.js";
+import {finishReasons} from "../engine/protocol/engineMessages.js";
+import type {EngineInfo} from "../engine/protocol/engineMessages.js";
+import {
+    histogramMetrics, type EngineStateName, type HistogramMetric, type HistogramView, type PercentileSummary, type RequestRecord,
+    type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
+} from "../extension/host/stats/statsTypes.js";
+
+export const engineStateNames: readonly EngineStateName[] = ["loading", "idle", "busy", "stalled", "crashed", "stopped"];
+const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
+const backends = ["cuda", "vulkan", "metal", "cpu"] as const;
+
+/** Upper bounds on what one message may carry (far above what StatsManager sends). */
+export const payloadLimits = {timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000} as const;
+
+const gaugeKeys: readonly (keyof StatsGauges)[] = [
+    "running", "waiting", "kvUsedTokens", "kvCapacityTokens", "kvCacheUsage", "vramUsedBytes", "vramTotalBytes", "msSinceLastStep",
+    "promptTokensPerS", "generationTokensPerS", "requestsPerS"
+];
+const counterNumberKeys = ["promptTokens", "generationTokens", "preemptions", "rejectedMessages", "ignoredEvents"] as const;
+const ledgerKeys = ["arrived", "inFlight", "completed", "failed", "aborted"] as const;
+const summaryKeys = ["mean", "p50", "p90", "p99", "max"] as const;
+const pointNumberKeys = ["t", "promptTokensPerS", "generationTokensPerS", "requestsPerS", "running", "waiting", "kvCacheUsage", "vramUsedBytes"] as const;
+const pointNullableKeys = ["ttftP50S", "ttftP99S", "itlP50S", "itlP99S"] as const;
+const recordTimeKeys = ["inputProcessed", "queued", "scheduled", "firstToken", "lastToken", "firstDelivered", "finished", "lastDelivered"] as const;
+const recordMetricKeys = ["ttftS", "e2eS", "queueS", "prefillS", "decodeS", "inferenceS", "tpotS"] as const;
+const configKeys = ["sampleIntervalMs", "throughputWindowMs", "percentileWindowMs", "stallThresholdMs", "maxRecentRequests"] as const;
+
+function expectNullableNumber(obj: JsonObject, key: string, what: string): void {
+    if (obj[key] !== null)
+        expectNumber(obj, key, what);
+}
+
+function optionalNumberField(obj: JsonObject, key: string, what: string): void {
+    if (obj[key] !== undefined)
+        expectNumber(obj, key, what);
+}
+
+function checkEngineInfo(value: unknown, what: string): EngineInfo {
+    const obj = expectObject(value, what);
+    expectInteger(obj, "pid", what);
+    expectOneOf(obj, "backend", backends, what);
+    const gpus = expectArray(obj, "gpuDevices", what, 64);
+    if (!gpus.every((name) => typeof name === "string"))
+        throw new ProtocolError(`${what}.gpuDevices: expected strings`);
+    for (const key of ["vramTotalBytes", "vramUsedBytes", "contextSize", "parallel", "threads", "statsIntervalMs", "loadMs"])
+        expectNumber(obj, key, what);
+    const model = expectObject(obj.model, `${what}.model`);
+    for (const key of ["path", "name", "architecture", "quantization"])
+        expectString(model, key, `${what}.model`, 4096);
+    for (const key of ["parameterCount", "sizeBytes", "trainContextLength"])
+        expectNumber(model, key, `${what}.model`);
+    return value as EngineInfo;
+}
+
+function checkEngine(obj: JsonObject, what: string): void {
+    if (obj.engine !== null)
+        checkEngineInfo(obj.engine, `${what}.engine`);
+}
+
+function checkCounterKey(obj: JsonObject, key: string, what: string): void {
+    if (key !== "requests") {
+        expectNumber(obj, key, what);
+        return;
+    }
+    const ledger = expectObject(obj.requests, `${what}.requests`);
+    for (const ledgerKey of ledgerKeys)
+        expectNumber(ledger, ledgerKey, `${what}.requests`);
+    const byReason = expectObject(ledger.byReason, `${what}.requests.byReason`);
+    for (const reason of finishReasons)
+        expectNumber(byReason, reason, `${what}.requests.byReason`);
+}
+
+function checkCounters(value: unknown, what: string, partial: boolean): Partial<StatsCounters> {
+    const obj = expectObject(value, what);
+    for (const key of [...counterNumberKeys, "requests"])
+        if (!partial || obj[key] !== undefined)
+            checkCounterKey(obj, key, what);
+    return obj as Partial<StatsCounters>;
+}
+
+function checkGauges(value: unknown, what: string, partial: boolean): Partial<StatsGauges> {
+    const obj = expectObject(value, what);
+    for (const key of gaugeKeys)
+        if (!partial || obj[key] !== undefined)
+            expectNumber(obj, key, what);
+    return obj as Partial<StatsGauges>;
+}
+
+function checkSummary(value: unknown, what: string): PercentileSummary {
+    const obj = expectObject(value, what);
+    expectNumber(obj, "count", what);
+    for (const key of summaryKeys)
+        expectNullableNumber(obj, key, what);
+    return value as PercentileSummary;
+}
+
+function checkHistogram(value: unknown, what: string): HistogramView {
+    const obj = expectObject(value, what);
+    const bounds = expectArray(obj, "bounds", what, payloadLimits.histogramBuckets);
+    const counts = expectArray(obj, "counts", what, payloadLimits.histogramBuckets + 1);
+    if (!bounds.every(isFiniteNumber) || !counts.every(isFiniteNumber))
+        throw new ProtocolError(`${what}: bounds and counts must be finite numbers`);
+    if (counts.length !== bounds.length + 1)
+        throw new ProtocolError(`${what}: expected counts.length = bounds.length + 1`);
+    expectNumber(obj, "sum", what);
+    expectNumber(obj, "count", what);
+    return value as HistogramView;
+}
+
+/** Checks a record keyed by histogram metric; unknown metric names are refused. */
+function checkMetricRecord<T>(value: unknown, what: string, partial: boolean, check: (item: unknown, what: string) => T): Partial<Record<HistogramMetric, T>> {
+    const obj = expectObject(value, what);
+    for (const key of Object.keys(obj))
+        if (!(histogramMetrics as readonly string[]).includes(key))
+            throw new ProtocolError(`${what}: unknown metric ${JSON.stringify(key.slice(0, 40))}`);
+    for (const metric of histogramMetrics)
+        if (!partial || obj[metric] !== undefined)
+            check(obj[metric], `${what}.${metric}`);
+    return obj as Partial<Record<HistogramMetric, T>>;
+}
+
+function checkPoint(value: unknown, index: number): TimeSeriesPoint {
+    const what = `timeSeries[${index}]`;
+    const obj = expectObject(value, what);
+    for (const key of pointNumberKeys)
+        expectNumber(obj, key, what);
+    for (const key of pointNullableKeys)
+        expectNullableNumber(obj, key, what);
+    return value as TimeSeriesPoint;
+}
+
+function checkRequest(value: unknown, index: number): RequestRecord {
+    const what = `requests[${index}]`;
+    const obj = expectObject(value, what);
+    expectString(obj, "id", what, 200);
+    expectOneOf(obj, "phase", requestPhases, what);
+    for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "generatedTokens"])
+        expectNumber(obj, key, what);
+    for (const key of recordTimeKeys)
+        optionalNumberField(obj, key, what);
+    const preemptions = expectArray(obj, "preemptions", what, payloadLimits.preemptions);
+    if (!preemptions.every(isFiniteNumber))
+        throw new ProtocolError(`${what}.preemptions: expected finite numbers`);
+    if (obj.reason !== undefined)
+        expectOneOf(obj, "reason", finishReasons, what);
+    if (obj.error !== undefined)
+        expectString(obj, "error", what, 10_000);
+    const metrics = expectObject(obj.metrics, `${what}.metrics`);
+    for (const key of recordMetricKeys)
+        optionalNumberField(metrics, key, `${what}.metrics`);
+    return value as RequestRecord;
+}
+
+function checkPoints(obj: JsonObject, what: string): void {
+    expectArray(obj, "timeSeries", what, payloadLimits.timeSeriesPoints).forEach(checkPoint);
+}
+
+function checkRequests(obj: JsonObject, what: string): void {
+    expectArray(obj, "requests", what, payloadLimits.requests).forEach(checkRequest);
+}
+
+/** Checks a full StatsSnapshotView. */
+export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnapshotView {
+    const obj = expectObject(value, what);
+    expectNumber(obj, "t", what);
+    const config = expectObject(obj.config, `${what}.config`);
+    for (const key of configKeys)
+        expectNumber(config, key, `${what}.config`);
+    checkEngine(obj, what);
+    expectOneOf(obj, "state", engineStateNames, what);
+    checkCounters(obj.counters, `${what}.counters`, false);
+    checkGauges(obj.gauges, `${what}.gauges`, false);
+    checkMetricRecord(obj.percentiles, `${what}.percentiles`, false, checkSummary);
+    checkMetricRecord(obj.histograms, `${what}.histograms`, false, checkHistogram);
+    checkPoints(obj, what);
+    checkRequests(obj, what);
+    return value as StatsSnapshotView;
+}
+
+/** Checks a StatsDelta: `t`, `seq` and whichever sections are present. */
+export function checkDelta(value: unknown, what = "delta"): StatsDelta {
+    const obj = expectObject(value, what);
+    expectNumber(obj, "t", what);
+    const seq = expectInteger(obj, "seq", what);
+    if (seq < 0)
+        throw new ProtocolError(`${what}.seq: expected >= 0`);
+    if (obj.engine !== undefined)
+        checkEngine(obj, what);
+    if (obj.state !== undefined)
+        expectOneOf(obj, "state", engineStateNames, what);
+    if (obj.counters !== undefined)
+        checkCounters(obj.counters, `${what}.counters`, true);
+    if (obj.gauges !== undefined)
+        checkGauges(obj.gauges, `${what}.gauges`, true);
+    if (obj.percentiles !== undefined)
+        checkMetricRecord(obj.percentiles, `${what}.percentiles`, true, checkSummary);
+    if (obj.histograms !== undefined)
+        checkMetricRecord(obj.histograms, `${what}.histograms`, true, checkHistogram);
+    if (obj.timeSeries !== undefined)
+        checkPoints(obj, what);
+    if (obj.requests !== undefined)
+        checkRequests(obj, what);
+    if (obj.reset !== undefined)
+        checkSnapshotView(obj.reset, `${what}.reset`);
+    return value as StatsDelta;
+}
+
+function isFiniteNumber(value: unknown): value is number {
+    return typeof value === "number" && Number.isFinite(value);
+}
