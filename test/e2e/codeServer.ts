@@ -310,7 +310,11 @@ async function quickInputVisible(page: Page): Promise<boolean> {
     return await page.locator(quickInput).isVisible();
 }
 
-/** Labels of the rows the quick input shows now (e.g. the command palette's matches). */
+/**
+ * Labels of the rows the quick input shows now (e.g. the command palette's matches). A snapshot:
+ * right after a command replaced the palette with its own quick pick it may still be the old rows;
+ * pickQuickPickItem() polls instead.
+ */
 export async function quickInputLabels(page: Page): Promise<string[]> {
     const labels = await page.locator(`${quickInputRows} .label-name`).allTextContents();
     return labels.map((label) => label.replace(/\s+/g, " ").trim()).filter((label) => label !== "");

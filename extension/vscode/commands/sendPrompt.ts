@@ -23,7 +23,7 @@ export async function sendPrompt(controller: EngineController, log: vscode.LogOu
     if (prompt === undefined || prompt.trim() === "")
         return;
     const document = await vscode.workspace.openTextDocument({content: prompt, language: "markdown"});
-    const editor = await vscode.window.showTextDocument(document, {preview: false});
+    await vscode.window.showTextDocument(document, {preview: false});
     const handle = client.generate({prompt, maxTokens: 256, temperature: 0.8});
     let pending = "";
     let writing: Promise<unknown> = Promise.resolve();
@@ -32,8 +32,14 @@ export async function sendPrompt(controller: EngineController, log: vscode.LogOu
             return;
         const text = pending;
         pending = "";
-        writing = writing.then(() => editor.edit((edit) => edit.insert(document.positionAt(document.getText().length), text),
-            {undoStopBefore: false, undoStopAfter: false}));
+        // A WorkspaceEdit works whether or not the document's editor is visible (the panel may cover it).
+        writing = writing.then(() => {
+            if (document.isClosed)
+                return;
+            const edit = new vscode.WorkspaceEdit();
+            edit.insert(document.uri, document.positionAt(document.getText().length), text);
+            return vscode.workspace.applyEdit(edit);
+        });
     };
     const timer = setInterval(flush, 50);
     const closed = vscode.workspace.onDidCloseTextDocument((closedDocument) => {
