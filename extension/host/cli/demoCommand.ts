@@ -16,17 +16,18 @@ const demoUsage = `Usage: inference-monitor demo [options]
   --duration S          seconds to run (default 60; Ctrl-C stops earlier)
   --rate R              request arrivals per second (default 3)
   --prometheus-port N   also serve /metrics (default 0 = off)
+  --log-interval S      seconds between vLLM log lines (default 10)
   --in-process          run the engine inside this process
 `;
 
-type DemoOptions = {modelPath?: string, port: number, durationS: number, rate: number, prometheusPort: number, inProcess: boolean};
+type DemoOptions = {modelPath?: string, port: number, durationS: number, rate: number, prometheusPort: number, logIntervalS: number, inProcess: boolean};
 
 function parseDemoArgs(args: string[]): DemoOptions | string {
     let values;
     try {
         values = parseArgs({args, strict: true, allowPositionals: false, options: {
             "model": {type: "string"}, "port": {type: "string"}, "duration": {type: "string"}, "rate": {type: "string"},
-            "prometheus-port": {type: "string"}, "in-process": {type: "boolean"}
+            "prometheus-port": {type: "string"}, "log-interval": {type: "string"}, "in-process": {type: "boolean"}
         }}).values;
     } catch (error) {
         return error instanceof Error ? error.message : String(error);
@@ -40,11 +41,12 @@ function parseDemoArgs(args: string[]): DemoOptions | string {
     const durationS = number("duration", values.duration, 60, (n) => Number.isFinite(n) && n > 0);
     const rate = number("rate", values.rate, 3, (n) => Number.isFinite(n) && n > 0);
     const prometheusPort = number("prometheus-port", values["prometheus-port"], 0, (n) => Number.isInteger(n) && n >= 0 && n <= 65535);
-    for (const value of [port, durationS, rate, prometheusPort])
+    const logIntervalS = number("log-interval", values["log-interval"], 10, (n) => Number.isFinite(n) && n > 0);
+    for (const value of [port, durationS, rate, prometheusPort, logIntervalS])
         if (typeof value === "string")
             return value;
     return {
-        port: port as number, durationS: durationS as number, rate: rate as number, prometheusPort: prometheusPort as number,
+        port: port as number, durationS: durationS as number, rate: rate as number, prometheusPort: prometheusPort as number, logIntervalS: logIntervalS as number,
         inProcess: values["in-process"] === true, ...(values.model !== undefined ? {modelPath: values.model} : {})
     };
 }
@@ -66,7 +68,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     }
     let pipeline: StatsPipeline;
     try {
-        pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stdout(`${line}\n`), logIntervalS: 10, prometheusPort: options.prometheusPort});
+        pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stdout(`${line}\n`), logIntervalS: options.logIntervalS, prometheusPort: options.prometheusPort});
     } catch (error) {
         io.stderr(`${error instanceof Error ? error.message : String(error)}\n`);
         return 1;

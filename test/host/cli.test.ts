@@ -1,0 +1,146 @@
+/**
+ * The command line as a user runs it (the built dist/cli.js in a child process): the serving
+ * benchmark end to end in both modes with stats on and off, the demo's dashboard stream, and bad
+ * input (usage + exit 2, clear errors + exit 1).
+ */
+import assert from "node:assert/strict";
+import {spawn} from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import {describe, test} from "node:test";
+import WebSocket from "ws";
+import {bundledEntryPath} from "../../engine/bundlePaths.js";
+import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
+
+type Run = {code: number | null, stdout: string, stderr: string};
+
+function runCli(args: string[], options: {onStdout?: (text: string) => void, timeoutMs?: number} = {}): Promise<Run> {
+    return new Promise((resolve) => {
+        const child = spawn(process.execPath, [bundledEntryPath("cli.js"), ...args], {
+            env: {...process.env, INFERENCE_MONITOR_CACHE_DIR: testCacheDir}, stdio: ["ignore", "pipe", "pipe"]
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+            stdout += chunk;
+            options.onStdout?.(stdout);
+        });
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+            stderr += chunk;
+        });
+        const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 180_000);
+        child.on("exit", (code) => {
+            clearTimeout(timer);
+            resolve({code, stdout, stderr});
+        });
+    });
+}
+
+async function busyPort(): Promise<{port: number, close: () => void}> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {port: (server.address() as net.AddressInfo).port, close: () => server.close()};
+}
+
+describe("inference-monitor bench", () => {
+    for (const mode of ["process", "in-process"] as const)
+        for (const stats of ["on", "off"] as const)
+            test(`${mode}, stats ${stats}: vLLM's table and result keys; StatsManager's totals agree with the client`, async () => {
+                const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-bench-")), "result.json");
+                const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "6", "--input-len", "8", "--output-len", "9",
+                    "--max-concurrency", "3", "--stats", stats, "--stats-interval-ms", "200", "--json", json, ...(mode === "in-process" ? ["--in-process"] : [])]);
+                assert.equal(run.code, 0, run.stderr);
+                assert.match(run.stdout, /Serving Benchmark Result/);
+                assert.match(run.stdout, /Successful requests:\s+6\n/);
+                assert.match(run.stdout, /Total generated tokens:\s+54\n/);
+                const result = JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>;
+                for (const key of ["completed", "failed", "duration", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+                    "total_token_throughput", ...["ttft", "tpot", "itl", "e2el"].flatMap((m) => [`mean_${m}_ms`, `median_${m}_ms`, `p99_${m}_ms`])])
+                    assert.equal(typeof result[key], "number", key);
+                assert.equal(result.completed, 6);
+                assert.equal(result.failed, 0);
+                assert.equal(result.total_output_tokens, 54);
+                assert.ok((result.median_ttft_ms as number) > 0 && (result.median_itl_ms as number) > 0);
+                assert.equal(result.stats, stats);
+                assert.equal(result.mode, mode);
+                assert.equal(result.backend, "cpu");
+                if (stats === "on") {
+                    assert.equal(result.stats_agree, true);
+                    assert.match(run.stdout, /stats totals agree with the client: 6 requests/);
+                } else {
+                    assert.equal(result.stats_agree, null);
+                    assert.doesNotMatch(run.stdout, /stats totals/);
+                }
+            });
+
+    test("bad flags and values: usage and exit code 2", async () => {
+        for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"],
+            ["bench", "--prometheus-port", "70000"], ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {
+            const run = await runCli(args);
+            assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+            assert.match(run.stderr, /Usage: inference-monitor/, args.join(" "));
+        }
+    });
+
+    test("a model that fails to load: the engine's error and exit code 1", async () => {
+        const run = await runCli(["bench", "--model", "/nonexistent/model.gguf", "--num-prompts", "1"]);
+        assert.equal(run.code, 1);
+        assert.match(run.stderr, /Could not start the engine: Model file not found: \/nonexistent\/model\.gguf/);
+    });
+
+    test("a port in use: a clear error and exit code 1", async () => {
+        const busy = await busyPort();
+        try {
+            const bench = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "1", "--prometheus-port", String(busy.port)]);
+            assert.equal(bench.code, 1);
+            assert.match(bench.stderr, new RegExp(`port ${busy.port} is already in use`));
+            const demo = await runCli(["demo", "--model", await tinyModelPath(), "--port", String(busy.port), "--duration", "1"]);
+            assert.equal(demo.code, 1);
+            assert.match(demo.stderr, new RegExp(`port ${busy.port} is already in use`));
+        } finally {
+            busy.close();
+        }
+    });
+});
+
+describe("inference-monitor demo", () => {
+    test("serves the dashboard stream (snapshot, then deltas), logs vLLM's line, stops after --duration with the table", async () => {
+        let dashboardUrl: string | undefined;
+        let announced: (url: string) => void = () => undefined;
+        const urlKnown = new Promise<string>((resolve) => {
+            announced = resolve;
+        });
+        const running = runCli(["demo", "--model", await tinyModelPath(), "--duration", "8", "--log-interval", "2", "--rate", "6"], {
+            onStdout: (text) => {
+                const match = /Dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(text);
+                if (match !== null && dashboardUrl === undefined) {
+                    dashboardUrl = match[1]!;
+                    announced(dashboardUrl);
+                }
+            }
+        });
+        const url = await urlKnown;
+        const page = await fetch(url);
+        assert.equal(page.status, 200);
+        assert.match(page.headers.get("content-security-policy") ?? "", /default-src 'none'/);
+        const messages: Array<{type: string, delta?: {seq: number}}> = [];
+        const ws = new WebSocket(`${url.replace("http", "ws")}stream`);
+        await new Promise((resolve) => ws.on("open", resolve));
+        ws.on("message", (data) => messages.push(JSON.parse(data.toString()) as {type: string}));
+        ws.send(JSON.stringify({type: "ready", protocolVersion: 1}));
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        ws.close();
+        assert.equal(messages[0]?.type, "snapshot");
+        const deltas = messages.slice(1).filter((m) => m.type === "delta");
+        assert.ok(deltas.length >= 3, `deltas arrived (${deltas.length})`);
+        assert.deepEqual(deltas.map((d) => d.delta!.seq), deltas.map((_, i) => i + 1), "consecutive seq from 1");
+
+        const run = await running;
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /Engine 000: Avg prompt throughput: [\d.]+ tokens\/s, Avg generation throughput: [\d.]+ tokens\/s, Running: \d+ reqs, Waiting: \d+ reqs, KV cache usage: [\d.]+%/);
+        assert.match(run.stdout, /Serving Benchmark Result/);
+        assert.match(run.stdout, /Requests: \d+ arrived/);
+    });
+});
