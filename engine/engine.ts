@@ -7,6 +7,7 @@ import {errorMessage} from "./protocol/validation.js";
 import {preloadChatWrapper, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";
+import {StepBarrier} from "./stepBarrier.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
@@ -50,6 +51,7 @@ const defaultTemperature = 0.8;
 export class Engine {
     private readonly slots: Slot[];
     private readonly queue = new WaitingQueue<ActiveRequest>();
+    private readonly barrier = new StepBarrier();
     private readonly requests = new Map<string, ActiveRequest>();
     private readonly kvCapacity: number;
     private kvReserved = 0;
@@ -262,7 +264,9 @@ export class Engine {
         let reason: FinishReason | undefined;
         let error: string | undefined;
         let prefillPending = true;
+        this.barrier.join();
         try {
+            await this.barrier.arrive(); // join the running requests' next step
             if (request.stop === undefined) {
                 const tokens = slot.sequence.evaluate(input, {
                     temperature: request.temperature,
@@ -288,12 +292,15 @@ export class Engine {
                     }
                     if (request.stop === "preempt")
                         break;
+                    await this.barrier.arrive();
                 }
                 reason ??= request.stop === undefined ? "stop" : undefined;
             }
         } catch (err) {
             reason = "error";
             error = `generation failed: ${errorMessage(err)}`;
+        } finally {
+            this.barrier.leave();
         }
         try {
             await slot.sequence.clearHistory();
@@ -357,11 +364,16 @@ export class Engine {
         this.scheduleFlush();
     }
 
+    /**
+     * Outputs go out one event-loop turn after the step's tokens: node-llama-cpp dispatches the next
+     * batch on the first turn (setImmediate), so serializing and sending happen while the native
+     * decode runs instead of delaying it.
+     */
     private scheduleFlush(): void {
         if (this.flushScheduled)
             return;
         this.flushScheduled = true;
-        setImmediate(() => this.flush());
+        setImmediate(() => setImmediate(() => this.flush()));
     }
 
     /** One step's outputs: every request's new tokens and lifecycle events, plus the step stats. */

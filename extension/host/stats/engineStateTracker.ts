@@ -29,7 +29,7 @@ export class EngineStateTracker {
     private runningSince: number | undefined;
     private snapshot: {t: number, msSinceLastStep: number, seenAt: number} | undefined;
 
-    constructor(private readonly stallThresholdMs: number) {}
+    constructor(public stallThresholdMs: number) {}
 
     onStep(step: StepStats, now: number): void {
         if (step.stepTokens > 0) {

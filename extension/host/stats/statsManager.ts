@@ -50,7 +50,7 @@ const emptyTotals = (): Totals => ({
 });
 
 export class StatsManager {
-    private readonly options: ResolvedStatsManagerOptions;
+    private options: ResolvedStatsManagerOptions;
     private readonly now: () => number;
     private readonly loggers: StatLogger[] = [];
     private readonly engine: EngineStateTracker;
@@ -104,6 +104,12 @@ export class StatsManager {
             this.timer = setInterval(() => this.tick(), this.options.tickIntervalMs);
             this.timer.unref();
         }
+    }
+
+    /** Changes the stall threshold while running (a setting read live). */
+    setStallThresholdMs(ms: number): void {
+        this.options = resolveStatsManagerOptions({...this.options, stallThresholdMs: ms});
+        this.engine.stallThresholdMs = ms;
     }
 
     /** Adds a stat logger; it gets the current engine info and gauges right away (`primeLogger`). */

@@ -19,7 +19,7 @@ export type StatsPipelineOptions = {
     onError?: (error: unknown) => void
 };
 
-export type LiveStatsSettings = {logIntervalS: number, prometheusPort: number};
+export type LiveStatsSettings = {logIntervalS: number, prometheusPort: number, stallThresholdMs?: number};
 
 /**
  * StatsManager plus its two loggers, fed by whichever EngineClient is attached. One pipeline outlives
@@ -64,6 +64,8 @@ export class StatsPipeline implements StatsSession {
 
     /** Re-creates a logger only when its setting changed. */
     async applyLiveSettings(settings: LiveStatsSettings): Promise<void> {
+        if (settings.stallThresholdMs !== undefined)
+            this.manager.setStallThresholdMs(settings.stallThresholdMs);
         if (settings.logIntervalS !== this.applied.logIntervalS) {
             await this.logLine.replace(settings.logIntervalS > 0
                 ? this.primed(new LoggingStatLogger({write: this.options.writeLogLine, logIntervalS: settings.logIntervalS}))

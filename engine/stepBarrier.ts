@@ -1,0 +1,56 @@
+/**
+ * Keeps the running requests stepping together, as one continuous batch.
+ *
+ * node-llama-cpp batches the decodes that are queued when it dispatches. Requests that start at
+ * different moments would otherwise drift into alternate batches (A decodes while B prefills, then B
+ * while A…) and never share one again, halving the tokens per batch. Each running request arrives here
+ * after taking its token; when every member has arrived, all continue in the same tick, so their next
+ * decodes — and the prefill of any request that just joined — land in one batch: vLLM's "one scheduler
+ * step for all running requests".
+ */
+export class StepBarrier {
+    private members = 0;
+    private waiting: Array<() => void> = [];
+    private checkQueued = false;
+
+    /** A request starts running (before its first evaluation). */
+    join(): void {
+        this.members++;
+    }
+
+    /** A request stops running (finished, cancelled, preempted, failed). */
+    leave(): void {
+        this.members--;
+        this.queueCheck();
+    }
+
+    /** Waits until every running request has arrived for this step. */
+    arrive(): Promise<void> {
+        const arrived = new Promise<void>((resolve) => this.waiting.push(resolve));
+        this.queueCheck();
+        return arrived;
+    }
+
+    /**
+     * Checks after the current synchronous work (and the microtasks queued before it): requests
+     * admitted together — one IPC read, or one in-process burst — all join before the first step.
+     */
+    private queueCheck(): void {
+        if (this.checkQueued)
+            return;
+        this.checkQueued = true;
+        queueMicrotask(() => {
+            this.checkQueued = false;
+            this.releaseIfComplete();
+        });
+    }
+
+    private releaseIfComplete(): void {
+        if (this.waiting.length === 0 || this.waiting.length < this.members)
+            return;
+        const release = this.waiting;
+        this.waiting = [];
+        for (const resolve of release)
+            resolve();
+    }
+}
