@@ -264,9 +264,9 @@ export class Engine {
         let reason: FinishReason | undefined;
         let error: string | undefined;
         let prefillPending = true;
-        this.barrier.join();
+        let member = false;
         try {
-            await this.barrier.arrive(); // join the running requests' next step
+            await this.barrier.nextStep(); // prefill in the same batch as the running requests' next decodes
             if (request.stop === undefined) {
                 const tokens = slot.sequence.evaluate(input, {
                     temperature: request.temperature,
@@ -278,6 +278,8 @@ export class Engine {
                     if (prefillPending) {
                         prefillPending = false;
                         this.stepTokens += input.length;
+                        this.barrier.join();
+                        member = true;
                     }
                     if (request.stop === "cancel")
                         break;
@@ -300,7 +302,8 @@ export class Engine {
             reason = "error";
             error = `generation failed: ${errorMessage(err)}`;
         } finally {
-            this.barrier.leave();
+            if (member)
+                this.barrier.leave();
         }
         try {
             await slot.sequence.clearHistory();

@@ -5,15 +5,27 @@
  * different moments would otherwise drift into alternate batches (A decodes while B prefills, then B
  * while A…) and never share one again, halving the tokens per batch. Each running request arrives here
  * after taking its token; when every member has arrived, all continue in the same tick, so their next
- * decodes — and the prefill of any request that just joined — land in one batch: vLLM's "one scheduler
+ * decodes — and the prefill of any request that just started — land in one batch: vLLM's "one scheduler
  * step for all running requests".
+ *
+ * A starting request waits for the next release without being a member, and joins after its first
+ * token: the others keep decoding while a long prompt prefills (node-llama-cpp splits it across
+ * batches) instead of waiting for the whole prefill.
  */
 export class StepBarrier {
     private members = 0;
     private waiting: Array<() => void> = [];
+    private observers: Array<() => void> = [];
     private checkQueued = false;
 
-    /** A request starts running (before its first evaluation). */
+    /** Resolves at the next release (at once when nobody is running): when to start a prefill. */
+    nextStep(): Promise<void> {
+        const next = new Promise<void>((resolve) => this.observers.push(resolve));
+        this.queueCheck();
+        return next;
+    }
+
+    /** A request takes part in every step from now on (after its first token). */
     join(): void {
         this.members++;
     }
@@ -46,10 +58,11 @@ export class StepBarrier {
     }
 
     private releaseIfComplete(): void {
-        if (this.waiting.length === 0 || this.waiting.length < this.members)
+        if (this.waiting.length < this.members || (this.waiting.length === 0 && this.observers.length === 0))
             return;
-        const release = this.waiting;
+        const release = this.waiting.concat(this.observers);
         this.waiting = [];
+        this.observers = [];
         for (const resolve of release)
             resolve();
     }

@@ -1,4 +1,3 @@
-import path from "node:path";
 import * as vscode from "vscode";
 import {EngineClient, EngineLoadError} from "../host/engine/engineClient.js";
 import type {EngineInfo} from "../../engine/protocol/engineMessages.js";
@@ -205,8 +204,4 @@ export function formatParams(count: number): string {
 
 function firstLine(text: string): string {
     return text.split("\n")[0] ?? text;
-}
-
-export function modelLabelFromPath(file: string): string {
-    return path.basename(file);
 }

@@ -3,6 +3,7 @@
  * panel (with its serializer, so it survives a window reload). The engine starts only on demand and
  * stops on deactivate.
  */
+import path from "node:path";
 import * as vscode from "vscode";
 import {exportStats} from "./commands/exportStats.js";
 import {runBenchmark} from "./commands/runBenchmark.js";
@@ -12,7 +13,6 @@ import {pickModel, type ModelChoice} from "./modelPicker.js";
 import {readSettings} from "./settings.js";
 import {StatsPanelManager} from "./statsPanel.js";
 import {EngineStatusBar} from "./statusBar.js";
-import path from "node:path";
 
 let controller: EngineController | undefined;
 

@@ -26,7 +26,7 @@ export class MetricStore {
     private readonly histograms: Record<HistogramMetric, HistogramLike>;
     private readonly lengthHistograms: DeferredHistogram[];
     private readonly windows: Record<HistogramMetric, TimedValueWindow>;
-    private readonly cache = new Map<HistogramMetric, {version: number, first: number, summary: PercentileSummary}>();
+    private readonly cache = new Map<HistogramMetric, {version: number, first: number, at: number, summary: PercentileSummary}>();
 
     constructor(windowCapacity: number, readonly windowMs: number) {
         const prompt = new DeferredHistogram();
@@ -56,20 +56,25 @@ export class MetricStore {
         this.windows[metric].push(now, value);
     }
 
-    /** Exact summaries of each metric's values in the window ending at `now` (cached while unchanged). */
-    percentiles(now: number): Record<HistogramMetric, PercentileSummary> {
+    /**
+     * Exact summaries of each metric's values in the window ending at `now` (cached while unchanged).
+     * With `maxAgeMs`, a summary computed less than that long ago is reused even if values arrived
+     * since: live views refresh percentiles once per sample instead of on every delta tick, which keeps
+     * the host's periodic work small (it sits between the engine's outputs and their delivery).
+     */
+    percentiles(now: number, maxAgeMs = 0): Record<HistogramMetric, PercentileSummary> {
         const out: Partial<Record<HistogramMetric, PercentileSummary>> = {};
         for (const metric of histogramMetrics) {
             const window = this.windows[metric];
             const cutoff = now - this.windowMs;
             const first = window.firstIndexAfter(cutoff);
             const cached = this.cache.get(metric);
-            if (cached !== undefined && cached.version === window.version && cached.first === first) {
+            if (cached !== undefined && ((cached.version === window.version && cached.first === first) || now - cached.at < maxAgeMs)) {
                 out[metric] = {...cached.summary};
                 continue;
             }
             const summary = summarize(window.since(cutoff));
-            this.cache.set(metric, {version: window.version, first, summary});
+            this.cache.set(metric, {version: window.version, first, at: now, summary});
             out[metric] = {...summary};
         }
         return out as Record<HistogramMetric, PercentileSummary>;

@@ -87,7 +87,7 @@ export class StatsManager {
         this.finishedWindow = new SlidingWindowSum(this.options.throughputWindowMs);
         this.series = new RingBuffer(this.options.maxTimeSeriesPoints);
         this.publisher = new DeltaPublisher({
-            scalars: (now) => this.scalars(now),
+            scalars: (now) => this.scalars(now, this.options.sampleIntervalMs),
             seriesCursor: () => this.series.totalPushed,
             seriesSince: (cursor) => this.series.since(cursor),
             requestCursor: () => this.requestVersion,
@@ -432,13 +432,14 @@ export class StatsManager {
         };
     }
 
-    private scalars(now: number): ViewScalars {
+    /** `percentileMaxAgeMs`: see MetricStore.percentiles (deltas reuse summaries up to a sample old). */
+    private scalars(now: number, percentileMaxAgeMs = 0): ViewScalars {
         return {
             engine: this.engine.info === undefined ? null : structuredClone(this.engine.info),
             state: this.engine.state(now, this.inFlight.size),
             counters: this.counters(),
             gauges: this.gauges(now),
-            percentiles: this.metrics.percentiles(now),
+            percentiles: this.metrics.percentiles(now, percentileMaxAgeMs),
             histograms: this.metrics.histogramViews()
         };
     }
