@@ -8,7 +8,6 @@ export class ProtocolError extends Error {
     override readonly name = "ProtocolError";
 }
 
-export type Json = null | boolean | number | string | Json[] | {[key: string]: Json};
 export type JsonObject = {[key: string]: unknown};
 
 export function isObject(value: unknown): value is JsonObject {

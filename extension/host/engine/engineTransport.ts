@@ -1,4 +1,4 @@
-import type {EngineToHost, HostToEngine} from "../../../engine/protocol/engineMessages.js";
+import type {HostToEngine} from "../../../engine/protocol/engineMessages.js";
 
 export type EngineExit = {code: number | null, signal: string | null, description: string};
 
@@ -15,5 +15,3 @@ export interface EngineTransport {
     /** Last lines the engine wrote to stderr, for error messages. */
     recentStderr(): string;
 }
-
-export type EngineMessage = EngineToHost;
