@@ -13,6 +13,7 @@ import {nowMs} from "../engine/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
 import {ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engine/engineClient.js";
+import {percentile} from "../extension/host/bench/benchMetrics.js";
 
 const {values} = parseArgs({
     options: {
@@ -40,11 +41,6 @@ function decodeRate(streams: number[][]): number {
     return decoded / ((Math.max(...lasts) - Math.min(...firsts)) / 1000);
 }
 
-function median(values: number[]): number {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 async function bareRun(context: LlamaContext, promptTokens: Token[], n: number): Promise<number> {
     const sequences = Array.from({length: n}, () => context.getSequence());
@@ -93,7 +89,7 @@ async function main(): Promise<void> {
                 engine.push(await engineRun(client, n));
                 bare.push(await bareRun(context, promptTokens, n));
             }
-            const row = {model: size, n, engine_tokens_per_s: median(engine), bare_tokens_per_s: median(bare), ratio: median(engine) / median(bare)};
+            const row = {model: size, n, engine_tokens_per_s: percentile(engine, 50), bare_tokens_per_s: percentile(bare, 50), ratio: percentile(engine, 50) / percentile(bare, 50)};
             results.push(row);
             console.log(`${size.padEnd(7)} n=${n}  engine ${row.engine_tokens_per_s.toFixed(1).padStart(7)} tok/s  bare ${row.bare_tokens_per_s.toFixed(1).padStart(7)} tok/s  ratio ${row.ratio.toFixed(3)}`);
         }
@@ -106,8 +102,8 @@ async function main(): Promise<void> {
             for (let r = 0; r < repeats; r++)
                 rates.push(await bareRun(threadContext, promptTokens, 1));
             await threadContext.dispose();
-            threadResults.push({model: size, threads: t, tokens_per_s: median(rates)});
-            console.log(`${size.padEnd(7)} threads=${t}  single-stream decode ${median(rates).toFixed(1)} tok/s`);
+            threadResults.push({model: size, threads: t, tokens_per_s: percentile(rates, 50)});
+            console.log(`${size.padEnd(7)} threads=${t}  single-stream decode ${percentile(rates, 50).toFixed(1)} tok/s`);
         }
         await model.dispose();
     }

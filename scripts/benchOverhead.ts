@@ -11,6 +11,7 @@ import fs from "node:fs";
 import net from "node:net";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../extension/host/bench/benchOptions.js";
+import {percentile} from "../extension/host/bench/benchMetrics.js";
 import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
 import type {EngineMode} from "../extension/host/engine/engineClient.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
@@ -36,11 +37,6 @@ async function freePort(): Promise<number> {
     });
 }
 
-function median(xs: number[]): number {
-    const s = [...xs].sort((a, b) => a - b);
-    const m = s.length >> 1;
-    return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
     const args = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
@@ -103,7 +99,7 @@ async function main(): Promise<void> {
             console.log(`${mode} pair ${i + 1}/${pairs}: output tok/s off ${off.metrics.output_throughput.toFixed(1)} on ${on.metrics.output_throughput.toFixed(1)} · ` +
                 `P99 ITL off ${off.metrics.p99_itl_ms.toFixed(2)} ms on ${on.metrics.p99_itl_ms.toFixed(2)} ms`);
         }
-        const summary = {median_output_throughput_ratio: median(throughputRatios), median_p99_itl_ratio: median(p99ItlRatios), pairs: rows};
+        const summary = {median_output_throughput_ratio: percentile(throughputRatios, 50), median_p99_itl_ratio: percentile(p99ItlRatios, 50), pairs: rows};
         report[mode] = summary;
         console.log(`${mode}: median output throughput on/off ${summary.median_output_throughput_ratio.toFixed(3)} (target >= 0.99), ` +
             `median P99 ITL on/off ${summary.median_p99_itl_ratio.toFixed(3)} (target <= 1.03)`);

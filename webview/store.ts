@@ -4,11 +4,7 @@
  * for hours keeps its memory flat. The host is the source of truth: on a seq gap the store asks for
  * a fresh snapshot and ignores deltas until it arrives.
  */
-import type {EngineInfo} from "../engine/protocol/engineMessages.js";
-import type {
-    EngineStateName, HistogramMetric, HistogramView, PercentileSummary, RequestRecord, StatsConfigView, StatsCounters, StatsDelta,
-    StatsGauges, StatsSnapshotView, TimeSeriesPoint
-} from "../extension/host/stats/statsTypes.js";
+import type {RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../extension/host/stats/statsTypes.js";
 import {BoundedSeries} from "./boundedSeries.js";
 import type {SnapshotParams} from "./protocol.js";
 
@@ -23,16 +19,8 @@ export const storeLimits = {
 
 export type DeltaOutcome = "applied" | "stale" | "gap" | "waitingForSnapshot";
 
-type Scalars = {
-    t: number,
-    config: StatsConfigView,
-    engine: EngineInfo | null,
-    state: EngineStateName,
-    counters: StatsCounters,
-    gauges: StatsGauges,
-    percentiles: Record<HistogramMetric, PercentileSummary>,
-    histograms: Record<HistogramMetric, HistogramView>
-};
+/** The snapshot's scalar part; the series and requests live in bounded buffers instead. */
+type Scalars = Omit<StatsSnapshotView, "timeSeries" | "requests">;
 
 export class StatsStore {
     readonly series = new BoundedSeries<TimeSeriesPoint>(storeLimits.seriesWindowMs, storeLimits.maxSeriesPoints);

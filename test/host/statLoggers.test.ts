@@ -6,13 +6,14 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {register as globalRegistry} from "prom-client";
-import type {EngineInfo, FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
+import type {FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
 import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
 import {LoggingStatLogger} from "../../extension/host/stats/loggers/loggingStatLogger.js";
 import {PrometheusPortInUseError} from "../../extension/host/stats/loggers/metricsHttpServer.js";
 import {PrometheusStatLogger} from "../../extension/host/stats/loggers/prometheusStatLogger.js";
 import type {EngineGaugeValues} from "../../extension/host/stats/loggers/statLogger.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
+import {engineInfo} from "../helpers/engineInfoFixture.js";
 
 /** What parse-prometheus-text-format returns (it ships no types). */
 type PromSample = {value?: string, labels?: Record<string, string>, buckets?: Record<string, string>, count?: string, sum?: string};
@@ -45,15 +46,6 @@ const vllmBuckets = {
     lengths2048: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]
 };
 
-function engineInfo(overrides: Partial<EngineInfo> = {}): EngineInfo {
-    return {
-        pid: 4242, backend: "cuda", gpuDevices: ["Test GPU"], vramTotalBytes: 8e9, vramUsedBytes: 1e9,
-        model: {path: "/models/tiny.gguf", name: "tiny-test", architecture: "llama", parameterCount: 1e6, quantization: "F16",
-            sizeBytes: 2e6, trainContextLength: 4096},
-        contextSize: 2048, parallel: 4, threads: 2, statsIntervalMs: 200, loadMs: 10,
-        ...overrides
-    };
-}
 
 function gauges(overrides: Partial<EngineGaugeValues>): EngineGaugeValues {
     return {state: "idle", running: 0, waiting: 0, kvCacheUsage: 0, vramUsedBytes: 0, vramTotalBytes: 0, msSinceLastStep: 0, ...overrides};

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {describe, mock, test} from "node:test";
-import type {EngineInfo, FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
+import type {FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
 import {EngineClient} from "../../extension/host/engine/engineClient.js";
 import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
 import type {ReceivedSnapshot} from "../../extension/host/engine/statsChannelServer.js";
@@ -16,6 +16,7 @@ import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
 import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
 import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+import {engineInfo} from "../helpers/engineInfoFixture.js";
 
 const T0 = 1_700_000_000_000;
 
@@ -24,15 +25,6 @@ const tokenLatencyBounds = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 
 const requestBounds = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
 const lengthBounds2048 = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000];
 
-function engineInfo(overrides: Partial<EngineInfo> = {}): EngineInfo {
-    return {
-        pid: 4242, backend: "cuda", gpuDevices: ["Test GPU"], vramTotalBytes: 8e9, vramUsedBytes: 1e9,
-        model: {path: "/models/tiny.gguf", name: "tiny-test", architecture: "llama", parameterCount: 1e6, quantization: "F16",
-            sizeBytes: 2e6, trainContextLength: 4096},
-        contextSize: 2048, parallel: 4, threads: 2, statsIntervalMs: 200, loadMs: 10,
-        ...overrides
-    };
-}
 
 /** A StatsManager on a fake clock, no timer (tests call tick()). */
 function setup(options: StatsManagerOptions = {}): {manager: StatsManager, clock: {now: number}, at: (t: number) => void} {
