@@ -1,9 +1,9 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
-import {nowMs} from "./clock.js";
-import {checkEngineOptions, defaultEngineOptions, type EngineOptions} from "./engineOptions.js";
+import {nowMs} from "../common/clock.js";
+import {checkEngineOptions, defaultEngineOptions, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
-import type {EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestEvent, StepStats} from "./protocol/engineMessages.js";
-import {errorMessage} from "./protocol/validation.js";
+import type {EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestEvent, StepStats} from "../protocol/engineMessages.js";
+import {errorMessage} from "../common/errorMessage.js";
 import {preloadChatWrapper, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";

@@ -3,10 +3,10 @@
  * requests and outputs); the stats channel URL and secret arrive through the environment.
  */
 import {Engine} from "./engine.js";
-import {engineOptionsEnv, parseEngineOptionsJson} from "./engineOptionsTransfer.js";
-import {parseHostToEngine, type EngineToHost, type HostToEngine} from "./protocol/engineMessages.js";
-import {statsSecretEnv, statsUrlEnv} from "./protocol/statsMessages.js";
-import {errorMessage} from "./protocol/validation.js";
+import {engineOptionsEnv, parseEngineOptionsJson} from "../protocol/engineOptionsTransfer.js";
+import {parseHostToEngine, type EngineToHost, type HostToEngine} from "../protocol/engineMessages.js";
+import {statsSecretEnv, statsUrlEnv} from "../protocol/statsChannel.js";
+import {errorMessage} from "../common/errorMessage.js";
 
 function send(message: EngineToHost): void {
     if (process.connected)

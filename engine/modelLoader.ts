@@ -1,10 +1,10 @@
 import os from "node:os";
 import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext} from "./llamaTypes.js";
-import {defaultEngineOptions, defaultThreads, type EngineOptions} from "./engineOptions.js";
-import type {EngineInfo, GpuBackend} from "./protocol/engineMessages.js";
+import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
+import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
-import {nowMs} from "./clock.js";
+import {nowMs} from "../common/clock.js";
 
 export type LoadedModel = {
     llama: Llama,

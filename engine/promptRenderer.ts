@@ -1,5 +1,5 @@
 import {importNodeLlamaCpp, type ChatHistoryItem, type LlamaModel, type NodeLlamaCpp, type Token} from "./llamaTypes.js";
-import type {ChatMessage, GenerateRequest} from "./protocol/engineMessages.js";
+import type {ChatMessage, GenerateRequest} from "../protocol/engineMessages.js";
 
 /** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text. */
 function hasChatTemplate(model: LlamaModel): boolean {

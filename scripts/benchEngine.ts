@@ -9,10 +9,10 @@
  */
 import fs from "node:fs";
 import {parseArgs} from "node:util";
-import {nowMs} from "../engine/clock.js";
+import {nowMs} from "../common/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
 import {ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
-import {EngineClient} from "../extension/host/engine/engineClient.js";
+import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/bench/benchMetrics.js";
 
 const {values} = parseArgs({

@@ -13,7 +13,7 @@ import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../extension/host/bench/benchOptions.js";
 import {percentile} from "../extension/host/bench/benchMetrics.js";
 import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
-import type {EngineMode} from "../extension/host/engine/engineClient.js";
+import type {EngineMode} from "../extension/host/engineClient/engineClient.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 
 const {values} = parseArgs({options: {

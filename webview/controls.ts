@@ -3,7 +3,7 @@
  * (1 / 5 / 15 min), and a status line (connection, notices, dropped messages).
  */
 import {el, setText} from "./dom.js";
-import type {ExportFormat} from "./protocol.js";
+import type {ExportFormat} from "../protocol/panelMessages.js";
 import type {ConnectionStatus} from "./transport.js";
 
 export const timeWindows = [{label: "1 min", ms: 60_000}, {label: "5 min", ms: 5 * 60_000}, {label: "15 min", ms: 15 * 60_000}] as const;

@@ -3,7 +3,7 @@
  * `data-metric="<key>"` with the formatted number as its only text (and the exact value in
  * `data-value`); the unit sits in its own element next to it.
  */
-import type {StatsSnapshotView} from "../extension/host/stats/statsTypes.js";
+import type {StatsSnapshotView} from "../protocol/statsView.js";
 import {el, setText} from "./dom.js";
 import {formatNumber} from "./format.js";
 

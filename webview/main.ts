@@ -4,9 +4,10 @@
  */
 import {loadChartJs} from "./charts/chartSetup.js";
 import {PanelApp} from "./panelApp.js";
-import {panelConfigElementId, parsePanelConfig, type PanelConfig} from "./panelConfig.js";
+import {panelConfigElementId, parsePanelConfig, type PanelConfig} from "../protocol/panelConfig.js";
 import {storeLimits} from "./store.js";
 import {createTransport} from "./transport.js";
+import {errorMessage} from "../common/errorMessage.js";
 
 /** For tests and debugging: `window.__inferenceMonitorPanel`. */
 export type PanelDebugHandle = {
@@ -33,7 +34,7 @@ async function start(): Promise<void> {
     try {
         config = readConfig();
     } catch (error) {
-        root.textContent = `Inference Monitor: bad page config (${error instanceof Error ? error.message : String(error)})`;
+        root.textContent = `Inference Monitor: bad page config (${errorMessage(error)})`;
         return;
     }
     const app = new PanelApp(root, await loadChartJs());

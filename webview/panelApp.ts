@@ -18,7 +18,7 @@ import {KpiTiles} from "./kpiTiles.js";
 import {
     ExportMessage, PanelProtocolError, ReadyMessage, RequestSnapshotMessage, ResetMessage, SetPausedMessage, panelProtocolVersion,
     parseHostToPanel, type HostToPanel, type PanelToHost, type SnapshotReason
-} from "./protocol.js";
+} from "../protocol/panelMessages.js";
 import {StatsStore} from "./store.js";
 import {readTheme, watchTheme, type Theme} from "./theme.js";
 import type {ConnectionStatus} from "./transport.js";

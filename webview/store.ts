@@ -4,9 +4,9 @@
  * for hours keeps its memory flat. The host is the source of truth: on a seq gap the store asks for
  * a fresh snapshot and ignores deltas until it arrives.
  */
-import type {RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../extension/host/stats/statsTypes.js";
+import type {RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../protocol/statsView.js";
 import {BoundedSeries} from "./boundedSeries.js";
-import type {SnapshotParams} from "./protocol.js";
+import type {SnapshotParams} from "../protocol/panelMessages.js";
 
 export const storeLimits = {
     /** Time-series points older than this (from the newest) are dropped. */

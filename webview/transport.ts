@@ -5,8 +5,8 @@
  *   reconnecting with backoff; every (re)connection is announced to the panel as `open`.
  * Transports deliver raw data; the panel validates it (protocol.ts).
  */
-import {encodeMessage, type PanelToHost} from "./protocol.js";
-import type {PanelTransportConfig} from "./panelConfig.js";
+import {encodeMessage, type PanelToHost} from "../protocol/panelMessages.js";
+import type {PanelTransportConfig} from "../protocol/panelConfig.js";
 
 export type ConnectionStatus = "connecting" | "open" | "closed";
 

@@ -11,9 +11,11 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { computeGgufLayout, elementCountOf, writeGguf, type GgufMetadataEntry, type GgufTensorSpec, type GgufTensorType } from "./ggufWriter";
-import {Xoshiro128} from "../seededRandom.js";
+import {Xoshiro128} from "../../common/seededRandom.js";
 
-export type DemoModelSize = "tiny" | "small" | "medium";
+import type {DemoModelSize} from "../../protocol/engineOptions.js";
+
+export type {DemoModelSize};
 export type DemoModelDtype = "f16" | "f32";
 
 /**

@@ -11,6 +11,7 @@ import fs from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { GgufFileInfo } from "node-llama-cpp" with { "resolution-mode": "import" };
+import {errorMessage} from "../../common/errorMessage.js";
 
 export type ModelFileErrorCode =
     /** The path does not exist. */
@@ -506,8 +507,4 @@ function printable(text: string): string {
 
 function formatValue(value: unknown): string {
     return Array.isArray(value) ? `[${value.slice(0, 8).join(", ")}${value.length > 8 ? ", …" : ""}]` : String(value);
-}
-
-function errorMessage(error: unknown): string {
-    return error instanceof Error ? error.message : String(error);
 }

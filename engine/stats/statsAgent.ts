@@ -1,7 +1,7 @@
 import {Worker} from "node:worker_threads";
 import {bundledEntryPath} from "../bundlePaths.js";
-import type {StatsChannelTarget} from "../engineOptions.js";
-import type {StepStats} from "../protocol/engineMessages.js";
+import type {StatsChannelTarget} from "../../protocol/engineOptions.js";
+import type {StepStats} from "../../protocol/engineMessages.js";
 import {CounterSlot, SharedCounters} from "./sharedCounters.js";
 import type {StatsWorkerData} from "./statsWorkerData.js";
 

@@ -5,7 +5,7 @@
  */
 import {parentPort, workerData} from "node:worker_threads";
 import WebSocket from "ws";
-import {statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../protocol/statsMessages.js";
+import {statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../../protocol/statsChannel.js";
 import {CounterSlot, SharedCounters} from "./sharedCounters.js";
 import {parseStatsWorkerData} from "./statsWorkerData.js";
 

@@ -1,4 +1,4 @@
-import {ProtocolError, expectNumber, expectObject, expectString} from "../protocol/validation.js";
+import {ProtocolError, expectNumber, expectObject, expectString} from "../../protocol/validation.js";
 import type {SharedCountersHandle} from "./sharedCounters.js";
 
 /** What the engine hands its stats worker thread (through workerData, never argv). */

@@ -1,10 +1,11 @@
 import * as vscode from "vscode";
-import {EngineClient, EngineLoadError} from "../host/engine/engineClient.js";
-import type {EngineInfo} from "../../engine/protocol/engineMessages.js";
+import {EngineClient} from "../host/engineClient/engineClient.js";
+import type {EngineInfo} from "../../protocol/engineMessages.js";
 import {StatsPipeline} from "../host/stats/statsPipeline.js";
 import type {StatsManager} from "../host/stats/statsManager.js";
 import {rememberModel, type ModelChoice} from "./modelPicker.js";
 import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
+import {errorMessage} from "../../common/errorMessage.js";
 
 /** Context keys the `when` clauses of package.json use. */
 const contextKeys = {
@@ -35,7 +36,7 @@ export class EngineController implements vscode.Disposable {
             logIntervalS: settings.logIntervalS,
             prometheusPort: settings.prometheusPort,
             writeLogLine: (line) => log.info(line),
-            onError: (error) => log.warn(`stats: ${error instanceof Error ? error.message : String(error)}`)
+            onError: (error) => log.warn(`stats: ${errorMessage(error)}`)
         });
         this.disposables.push(vscode.workspace.onDidChangeConfiguration((event) => {
             if (event.affectsConfiguration("inferenceMonitor"))
@@ -117,7 +118,7 @@ export class EngineController implements vscode.Disposable {
                 await this.updateContextKeys();
                 this.changeEmitter.fire();
             }
-            const message = error instanceof EngineLoadError || error instanceof Error ? error.message : String(error);
+            const message = errorMessage(error);
             this.log.error(`Could not start ${choice.label}: ${message}`);
             const action = await vscode.window.showErrorMessage(`Inference Monitor: could not start ${choice.label}: ${firstLine(message)}`, "Show Log");
             if (action === "Show Log")
@@ -178,7 +179,7 @@ export class EngineController implements vscode.Disposable {
     }
 
     private reportPipelineError(error: unknown): void {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         this.log.error(message);
         void vscode.window.showErrorMessage(`Inference Monitor: ${message}`);
     }

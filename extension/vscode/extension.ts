@@ -13,6 +13,7 @@ import {pickModel, type ModelChoice} from "./modelPicker.js";
 import {readSettings} from "./settings.js";
 import {StatsPanelManager} from "./statsPanel.js";
 import {EngineStatusBar} from "./statusBar.js";
+import {errorMessage} from "../../common/errorMessage.js";
 
 let controller: EngineController | undefined;
 
@@ -28,7 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
             try {
                 await run();
             } catch (error) {
-                const message = error instanceof Error ? error.message : String(error);
+                const message = errorMessage(error);
                 log.error(`${id} failed: ${message}`);
                 void vscode.window.showErrorMessage(`Inference Monitor: ${message}`);
             }

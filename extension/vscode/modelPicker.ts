@@ -1,6 +1,7 @@
 import path from "node:path";
 import * as vscode from "vscode";
 import {downloadModel, isDownloadableModelUri} from "../host/models/modelDownload.js";
+import {errorMessage} from "../../common/errorMessage.js";
 
 /** A model choice: a file, or the built-in demo model (`path` undefined). */
 export type ModelChoice = {path: string | undefined, label: string};
@@ -77,7 +78,7 @@ async function downloadFromHub(context: vscode.ExtensionContext, log: vscode.Log
         } catch (error) {
             if (token.isCancellationRequested)
                 return undefined;
-            const message = error instanceof Error ? error.message : String(error);
+            const message = errorMessage(error);
             log.error(`Download of ${uri} failed: ${message}`);
             void vscode.window.showErrorMessage(`Could not download ${uri}: ${message}`);
             return undefined;

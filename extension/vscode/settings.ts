@@ -1,6 +1,6 @@
 import * as vscode from "vscode";
-import type {GpuSetting} from "../../engine/engineOptions.js";
-import type {EngineClientOptions, EngineMode} from "../host/engine/engineClient.js";
+import type {GpuSetting} from "../../protocol/engineOptions.js";
+import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
 
 export const configSection = "inferenceMonitor";
 

@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import * as vscode from "vscode";
-import {makeNonce, renderPanelHtml} from "../../webview/panelHtml.js";
-import {encodeMessage, type ExportFormat, type ExportResultParams} from "../../webview/protocol.js";
+import {makeNonce, renderPanelHtml} from "../host/panel/panelHtml.js";
+import {encodeMessage, type ExportFormat, type ExportResultParams} from "../../protocol/panelMessages.js";
 import {exportStats as renderExport} from "../host/stats/statsExport.js";
 import {PanelSession} from "../host/panel/panelSession.js";
 import type {EngineController} from "./engineController.js";

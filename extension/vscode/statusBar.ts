@@ -1,5 +1,5 @@
 import * as vscode from "vscode";
-import type {StatsDelta} from "../host/stats/statsTypes.js";
+import type {StatsDelta} from "../../protocol/statsView.js";
 import type {EngineController} from "./engineController.js";
 
 type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number};

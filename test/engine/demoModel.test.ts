@@ -19,7 +19,7 @@ import {
     type DemoModelSize,
 } from "../../engine/model/demoModel";
 import { encodeF16, float32ToFloat16Bits } from "../../engine/model/ggufWriter";
-import { makeModelCommand } from "../../extension/host/cli/makeModelCommand";
+import { makeModelCommand } from "../../cli/makeModelCommand";
 
 const TOKENS_TO_GENERATE = 32;
 const repoRoot = path.resolve(__dirname, "../..");

@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
-import {statsSecretHeader} from "../../engine/protocol/statsMessages.js";
-import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engine/engineClient.js";
-import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
-import type {RequestResult} from "../../extension/host/engine/requestHandle.js";
-import type {ReceivedSnapshot} from "../../extension/host/engine/statsChannelServer.js";
+import {statsSecretHeader} from "../../protocol/statsChannel.js";
+import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
+import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
+import type {RequestResult} from "../../extension/host/engineClient/requestHandle.js";
+import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChannelServer.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
 const prompt = "Once upon a time there was a little robot";

@@ -10,10 +10,10 @@ import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
-import {engineOptionsEnv} from "../../engine/engineOptionsTransfer.js";
-import {parseEngineToHost, type EngineToHost} from "../../engine/protocol/engineMessages.js";
-import {statsSecretHeader} from "../../engine/protocol/statsMessages.js";
-import {EngineClient, EngineLoadError, type EngineMode} from "../../extension/host/engine/engineClient.js";
+import {engineOptionsEnv} from "../../protocol/engineOptionsTransfer.js";
+import {parseEngineToHost, type EngineToHost} from "../../protocol/engineMessages.js";
+import {statsSecretHeader} from "../../protocol/statsChannel.js";
+import {EngineClient, EngineLoadError, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
 const prompt = "Once upon a time";

@@ -1,4 +1,4 @@
-import type {EngineInfo} from "../../engine/protocol/engineMessages.js";
+import type {EngineInfo} from "../../protocol/engineMessages.js";
 
 /** A ready engine's info for StatsManager/logger tests (a CUDA backend, so GPU wording shows). */
 export function engineInfo(overrides: Partial<EngineInfo> = {}): EngineInfo {

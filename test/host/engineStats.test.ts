@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {EngineClient} from "../../extension/host/engine/engineClient.js";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {tinyModelPath} from "../helpers/testModels.js";

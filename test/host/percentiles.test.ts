@@ -1,7 +1,7 @@
 /** Exact percentiles by quickselect equal numpy's linear method computed from a full sort. */
 import assert from "node:assert/strict";
 import {test} from "node:test";
-import {Xoshiro128, nextUnit} from "../../engine/seededRandom.js";
+import {Xoshiro128, nextUnit} from "../../common/seededRandom.js";
 import {summarize} from "../../extension/host/stats/percentiles.js";
 
 function byFullSort(values: number[]): [number, number, number, number] {

@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {register as globalRegistry} from "prom-client";
-import type {FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
-import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
+import type {FinishReason, StepStats} from "../../protocol/engineMessages.js";
+import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
 import {LoggingStatLogger} from "../../extension/host/stats/loggers/loggingStatLogger.js";
 import {PrometheusPortInUseError} from "../../extension/host/stats/loggers/metricsHttpServer.js";
 import {PrometheusStatLogger} from "../../extension/host/stats/loggers/prometheusStatLogger.js";

@@ -5,17 +5,17 @@
  */
 import assert from "node:assert/strict";
 import {describe, mock, test} from "node:test";
-import type {FinishReason, StepStats} from "../../engine/protocol/engineMessages.js";
-import {EngineClient} from "../../extension/host/engine/engineClient.js";
-import type {HostRequestEvent} from "../../extension/host/engine/hostRequestEvents.js";
-import type {ReceivedSnapshot} from "../../extension/host/engine/statsChannelServer.js";
+import type {FinishReason, StepStats} from "../../protocol/engineMessages.js";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
+import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
+import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChannelServer.js";
 import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
 import type {StatLogger, StatUpdate} from "../../extension/host/stats/loggers/statLogger.js";
 import {MetricStore} from "../../extension/host/stats/metricStore.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
 import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
-import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
 
 const T0 = 1_700_000_000_000;

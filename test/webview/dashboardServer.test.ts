@@ -13,7 +13,7 @@ import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import {DashboardPortInUseError, DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
 import {PanelSession} from "../../extension/host/panel/panelSession.js";
-import {encodeMessage, ReadyMessage, type HostToPanel} from "../../webview/protocol.js";
+import {encodeMessage, ReadyMessage, type HostToPanel} from "../../protocol/panelMessages.js";
 import {fakeStats, type FakeStats} from "./statsFixtures.js";
 import {connectStream} from "./wsClient.js";
 

@@ -8,8 +8,8 @@ import {
     DeltaMessage, ErrorMessage, ExportMessage, ExportResultMessage, PanelProtocolError, PausedMessage, ReadyMessage, RequestSnapshotMessage,
     ResetMessage, SetPausedMessage, SnapshotMessage, encodeMessage, maxPanelMessageBytes, panelProtocolVersion, parseHostToPanel,
     parsePanelToHost, type HostToPanel
-} from "../../webview/protocol.js";
-import type {StatsDelta, StatsSnapshotView} from "../../extension/host/stats/statsTypes.js";
+} from "../../protocol/panelMessages.js";
+import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {fakeStats} from "./statsFixtures.js";
 
 function realStats(): {snapshot: StatsSnapshotView, deltas: StatsDelta[]} {

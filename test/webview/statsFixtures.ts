@@ -3,9 +3,9 @@
  * with every lifecycle event, one preemption, one failure): real snapshots and deltas for the
  * protocol, store and dashboard tests, with no engine.
  */
-import type {EngineInfo} from "../../engine/protocol/engineMessages.js";
+import type {EngineInfo} from "../../protocol/engineMessages.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
-import type {StatsDelta} from "../../extension/host/stats/statsTypes.js";
+import type {StatsDelta} from "../../protocol/statsView.js";
 
 export const T0 = 1_700_000_000_000;
 

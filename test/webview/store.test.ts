@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import type {StatsDelta} from "../../extension/host/stats/statsTypes.js";
+import type {StatsDelta} from "../../protocol/statsView.js";
 import {BoundedSeries} from "../../webview/boundedSeries.js";
-import {PanelHtmlError, makeNonce, renderPanelHtml} from "../../webview/panelHtml.js";
+import {PanelHtmlError, makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.js";
 import {StatsStore, storeLimits} from "../../webview/store.js";
 import {fakeStats} from "./statsFixtures.js";
 

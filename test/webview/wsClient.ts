@@ -1,6 +1,6 @@
 /** A WebSocket client for the dashboard's /stream that collects what the server sends, validated. */
 import WebSocket from "ws";
-import {parseHostToPanel, type HostToPanel} from "../../webview/protocol.js";
+import {parseHostToPanel, type HostToPanel} from "../../protocol/panelMessages.js";
 
 export type StreamClient = {
     socket: WebSocket,

@@ -4,7 +4,7 @@
  * although their buckets differ. The x range covers the non-empty buckets.
  */
 import type {Chart, ChartDataset, Point, Scale} from "chart.js" with {"resolution-mode": "import"};
-import type {HistogramMetric, HistogramView} from "../../extension/host/stats/statsTypes.js";
+import type {HistogramMetric, HistogramView} from "../../protocol/statsView.js";
 import {withAlpha, type SeriesColorName, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, type ChartJs} from "./chartSetup.js";

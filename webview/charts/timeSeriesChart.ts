@@ -4,7 +4,7 @@
  * `chart.update("none")`; the chart is created once.
  */
 import type {Chart, ChartDataset, ChartOptions, Point, Scale} from "chart.js" with {"resolution-mode": "import"};
-import type {TimeSeriesPoint} from "../../extension/host/stats/statsTypes.js";
+import type {TimeSeriesPoint} from "../../protocol/statsView.js";
 import {withAlpha, type SeriesColorName, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";

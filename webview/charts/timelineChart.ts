@@ -5,7 +5,7 @@
  * crosses. Decode bars of failed or aborted requests are drawn in red.
  */
 import type {Chart, ChartDataset, Scale} from "chart.js" with {"resolution-mode": "import"};
-import type {RequestRecord} from "../../extension/host/stats/statsTypes.js";
+import type {RequestRecord} from "../../protocol/statsView.js";
 import {withAlpha, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";

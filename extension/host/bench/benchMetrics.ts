@@ -1,4 +1,4 @@
-import type {RequestResult} from "../engine/requestHandle.js";
+import type {RequestResult} from "../engineClient/requestHandle.js";
 
 /** vLLM's `--save-result` keys, measured client-side as vLLM's serving benchmark does. */
 export type BenchMetrics = {

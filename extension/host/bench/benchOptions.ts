@@ -1,6 +1,7 @@
 import {parseArgs} from "node:util";
 import type {DemoModelSize} from "../../../engine/model/demoModel.js";
-import type {EngineMode} from "../engine/engineClient.js";
+import type {EngineMode} from "../engineClient/engineClient.js";
+import {errorMessage} from "../../../common/errorMessage.js";
 
 /** `inference-monitor bench` options; flags mirror vLLM's `benchmark_serving.py`. */
 export type BenchOptions = {
@@ -89,7 +90,7 @@ export function parseBenchArgs(args: string[], isTty: boolean): BenchOptions {
             }
         }).values;
     } catch (error) {
-        throw new UsageError(error instanceof Error ? error.message : String(error));
+        throw new UsageError(errorMessage(error));
     }
     const size = values["demo-size"] ?? "small";
     if (size !== "tiny" && size !== "small" && size !== "medium")

@@ -1,4 +1,4 @@
-import {Xoshiro128, nextUnit} from "../../../engine/seededRandom.js";
+import {Xoshiro128, nextUnit} from "../../../common/seededRandom.js";
 
 const words = [
     "the", "a", "little", "girl", "boy", "dog", "cat", "sun", "tree", "house", "ran", "saw", "happy", "big", "small",

@@ -21,8 +21,8 @@ import http from "node:http";
 import type {AddressInfo} from "node:net";
 import path from "node:path";
 import {WebSocket, WebSocketServer, type RawData} from "ws";
-import {renderPanelHtml, makeNonce, panelCsp} from "../../../webview/panelHtml.js";
-import {encodeMessage, maxPanelMessageBytes} from "../../../webview/protocol.js";
+import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
+import {encodeMessage, maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
 import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 

@@ -7,8 +7,9 @@
 import {
     DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, panelMaxHz, parsePanelToHost,
     type ExportFormat, type ExportResultParams, type HostToPanel, type PanelToHost
-} from "../../../webview/protocol.js";
-import type {StatsDelta, StatsSnapshotView} from "../stats/statsTypes.js";
+} from "../../../protocol/panelMessages.js";
+import type {StatsDelta, StatsSnapshotView} from "../../../protocol/statsView.js";
+import {errorMessage} from "../../../common/errorMessage.js";
 
 /** What a panel shows: StatsManager fits. */
 export type PanelStatsSource = {
@@ -45,7 +46,7 @@ export class PanelSession {
         try {
             message = parsePanelToHost(raw);
         } catch (error) {
-            this.reject(error instanceof Error ? error.message : String(error));
+            this.reject(errorMessage(error));
             return;
         }
         switch (message.type) {
@@ -101,7 +102,7 @@ export class PanelSession {
         try {
             this.options.send(ExportResultMessage.create(await this.options.exportStats(format)));
         } catch (error) {
-            this.options.send(ErrorMessage.create({message: `export failed: ${error instanceof Error ? error.message : String(error)}`}));
+            this.options.send(ErrorMessage.create({message: `export failed: ${errorMessage(error)}`}));
         }
     }
 }

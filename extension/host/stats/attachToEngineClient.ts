@@ -1,4 +1,4 @@
-import type {EngineClient} from "../engine/engineClient.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
 import type {StatsManager} from "./statsManager.js";
 
 /**

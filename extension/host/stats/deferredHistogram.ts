@@ -1,5 +1,5 @@
 import {Histogram} from "./histogram.js";
-import type {HistogramView} from "./statsTypes.js";
+import type {HistogramView} from "../../../protocol/statsView.js";
 
 /**
  * A histogram whose bounds are only known later (prompt/generation lengths use buckets up to the

@@ -1,4 +1,4 @@
-import type {EngineStateName, RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "./statsTypes.js";
+import type {EngineStateName, RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
 
 /** The compared part of a view's state: what a delta carries when it changed. */
 export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms">;

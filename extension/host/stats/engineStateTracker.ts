@@ -1,8 +1,8 @@
-import type {EngineInfo, StepStats} from "../../../engine/protocol/engineMessages.js";
-import type {EngineClientState} from "../engine/engineClient.js";
-import type {ReceivedSnapshot} from "../engine/statsChannelServer.js";
+import type {EngineInfo, StepStats} from "../../../protocol/engineMessages.js";
+import type {EngineClientState} from "../engineClient/engineClient.js";
+import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
 import type {EngineGaugeValues} from "./loggers/statLogger.js";
-import type {EngineStateName} from "./statsTypes.js";
+import type {EngineStateName} from "../../../protocol/statsView.js";
 
 /**
  * The engine's gauges and state, from two sources: step stats (on the outputs) and stats-channel

@@ -1,4 +1,4 @@
-import type {HistogramView} from "./statsTypes.js";
+import type {HistogramView} from "../../../protocol/statsView.js";
 
 /**
  * A cumulative histogram with fixed upper bounds, Prometheus semantics: a value goes into the first

@@ -2,7 +2,7 @@ import {buildOneTwoFiveBuckets, requestLatencyBucketsS, tokenLatencyBucketsS, tt
 import {DeferredHistogram} from "./deferredHistogram.js";
 import {Histogram} from "./histogram.js";
 import {summarize} from "./percentiles.js";
-import {histogramMetrics, type HistogramMetric, type HistogramView, type LatencyMetric, type PercentileSummary} from "./statsTypes.js";
+import {histogramMetrics, type HistogramMetric, type HistogramView, type LatencyMetric, type PercentileSummary} from "../../../protocol/statsView.js";
 import {TimedValueWindow} from "./timedValueWindow.js";
 
 const latencyBuckets: Record<LatencyMetric, readonly number[]> = {

@@ -1,4 +1,4 @@
-import type {PercentileSummary} from "./statsTypes.js";
+import type {PercentileSummary} from "../../../protocol/statsView.js";
 
 /**
  * The q-quantile (0..1) of values sorted ascending, by linear interpolation between the closest

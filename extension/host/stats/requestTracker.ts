@@ -1,7 +1,7 @@
-import type {FinishReason} from "../../../engine/protocol/engineMessages.js";
-import type {ArrivalEvent} from "../engine/hostRequestEvents.js";
+import type {FinishReason} from "../../../protocol/engineMessages.js";
+import type {ArrivalEvent} from "../engineClient/hostRequestEvents.js";
 import type {FinishedRequestStats} from "./loggers/statLogger.js";
-import type {RequestRecord} from "./statsTypes.js";
+import type {RequestRecord} from "../../../protocol/statsView.js";
 
 const maxPreemptionTimes = 100;
 const maxErrorLength = 500;

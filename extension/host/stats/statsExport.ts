@@ -5,7 +5,7 @@
  * - CSV: the time series, one row per sample;
  * - requests CSV (dashboard `/export-requests.csv`): one row per recent request, metrics in ms.
  */
-import type {RequestRecord, StatsSnapshotView, TimeSeriesPoint} from "./statsTypes.js";
+import type {RequestRecord, StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
 
 export type StatsExportFormat = "json" | "csv";
 

@@ -13,11 +13,11 @@
  * - Prompt tokens count when the request's prefill is done (its first tokens arrive), as vLLM counts
  *   them; generation tokens as they arrive.
  */
-import type {EngineInfo, StepStats} from "../../../engine/protocol/engineMessages.js";
-import type {EngineClientState, RejectedMessage} from "../engine/engineClient.js";
-import type {EngineExit} from "../engine/engineTransport.js";
-import type {HostRequestEvent} from "../engine/hostRequestEvents.js";
-import type {ReceivedSnapshot} from "../engine/statsChannelServer.js";
+import type {EngineInfo, StepStats} from "../../../protocol/engineMessages.js";
+import type {EngineClientState, RejectedMessage} from "../engineClient/engineClient.js";
+import type {EngineExit} from "../engineClient/engineTransport.js";
+import type {HostRequestEvent} from "../engineClient/hostRequestEvents.js";
+import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
 import {DeltaPublisher, type StatsListener, type SubscribeOptions, type ViewScalars} from "./deltaPublisher.js";
 import {EngineStateTracker} from "./engineStateTracker.js";
 import type {StatLogger, StatUpdate} from "./loggers/statLogger.js";
@@ -30,7 +30,7 @@ import {resolveStatsManagerOptions, type ResolvedStatsManagerOptions, type Stats
 import type {
     BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, RequestRecord, StatsCounters, StatsGauges,
     StatsSnapshotView, TimeSeriesPoint
-} from "./statsTypes.js";
+} from "../../../protocol/statsView.js";
 
 type Totals = {
     arrived: number,

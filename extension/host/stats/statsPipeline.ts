@@ -1,4 +1,4 @@
-import type {EngineClient} from "../engine/engineClient.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
 import {attachToEngineClient} from "./attachToEngineClient.js";
 import {LoggingStatLogger} from "./loggers/loggingStatLogger.js";
 import {PrometheusStatLogger} from "./loggers/prometheusStatLogger.js";

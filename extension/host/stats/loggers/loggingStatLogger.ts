@@ -1,4 +1,4 @@
-import {nowMs} from "../../../../engine/clock.js";
+import {nowMs} from "../../../../common/clock.js";
 import type {StatLogger, StatUpdate} from "./statLogger.js";
 
 export type LoggingStatLoggerOptions = {

@@ -1,6 +1,6 @@
 import {Registry} from "prom-client";
-import {finishReasons} from "../../../../engine/protocol/engineMessages.js";
-import type {EngineStateName} from "../statsTypes.js";
+import {finishReasons} from "../../../../protocol/engineMessages.js";
+import type {EngineStateName} from "../../../../protocol/statsView.js";
 import {MetricsHttpServer} from "./metricsHttpServer.js";
 import {VllmMetrics, type BaseLabel} from "./prometheusMetrics.js";
 import type {FinishedRequestStats, StatLogger, StatUpdate} from "./statLogger.js";

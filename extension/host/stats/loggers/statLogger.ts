@@ -3,8 +3,8 @@
  * logger every update as it happens and calls `log` on its tick; a logger keeps whatever it needs.
  * Adding a logger needs no change to StatsManager: pass it in `loggers` or call `addLogger`.
  */
-import type {EngineInfo, FinishReason} from "../../../../engine/protocol/engineMessages.js";
-import type {EngineStateName} from "../statsTypes.js";
+import type {EngineInfo, FinishReason} from "../../../../protocol/engineMessages.js";
+import type {EngineStateName} from "../../../../protocol/statsView.js";
 
 /** A finished request's metrics (seconds / tokens), as vLLM's `FinishedRequestStats`. */
 export type FinishedRequestStats = {

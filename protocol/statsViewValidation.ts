@@ -6,13 +6,13 @@
  */
 import {
     ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
-} from "../engine/protocol/validation.js";
-import {finishReasons} from "../engine/protocol/engineMessages.js";
-import type {EngineInfo} from "../engine/protocol/engineMessages.js";
+} from "./validation.js";
+import {finishReasons} from "./engineMessages.js";
+import type {EngineInfo} from "./engineMessages.js";
 import {
     histogramMetrics, type EngineStateName, type HistogramMetric, type HistogramView, type PercentileSummary, type RequestRecord,
     type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
-} from "../extension/host/stats/statsTypes.js";
+} from "./statsView.js";
 
 export const engineStateNames: readonly EngineStateName[] = ["loading", "idle", "busy", "stalled", "crashed", "stopped"];
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;

@@ -1,6 +1,6 @@
 import {Engine} from "../../../engine/engine.js";
-import type {EngineOptions} from "../../../engine/engineOptions.js";
-import type {EngineToHost, HostToEngine} from "../../../engine/protocol/engineMessages.js";
+import type {EngineOptions} from "../../../protocol/engineOptions.js";
+import type {EngineToHost, HostToEngine} from "../../../protocol/engineMessages.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 
 /**

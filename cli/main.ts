@@ -1,5 +1,5 @@
 /** `inference-monitor` command line: dispatches to one command per file. */
-import {StatsPipeline} from "../stats/statsPipeline.js";
+import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {benchCommand, type CliIo} from "./benchCommand.js";
 import {demoCommand} from "./demoCommand.js";
 import {makeModelCommand} from "./makeModelCommand.js";

@@ -1,4 +1,5 @@
-import type {DemoModelSize} from "./model/demoModel.js";
+/** Sizes of the built-in demo model (see engine/model/demoModel.ts). */
+export type DemoModelSize = "tiny" | "small" | "medium";
 
 export type GpuSetting = "auto" | "cuda" | "vulkan" | "metal" | "off";
 

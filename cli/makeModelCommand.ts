@@ -6,7 +6,8 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { demoModelSizes, isDemoModelSize, writeDemoModel } from "../../../engine/model/demoModel";
+import { demoModelSizes, isDemoModelSize, writeDemoModel } from "../engine/model/demoModel";
+import {errorMessage} from "../common/errorMessage.js";
 
 /** Where the command writes; defaults to the process streams. */
 export interface CommandIo {
@@ -62,7 +63,7 @@ export async function makeModelCommand(args: string[], io: CommandIo = {}): Prom
             },
         }));
     } catch (error) {
-        return usageError(error instanceof Error ? error.message : String(error));
+        return usageError(errorMessage(error));
     }
 
     if (values.help) {
@@ -83,7 +84,7 @@ export async function makeModelCommand(args: string[], io: CommandIo = {}): Prom
     try {
         await writeDemoModel(file, { size, seed, dtype });
     } catch (error) {
-        stderr(`make-model: failed to write ${file}: ${error instanceof Error ? error.message : String(error)}\n`);
+        stderr(`make-model: failed to write ${file}: ${errorMessage(error)}\n`);
         return 1;
     }
     const seconds = (performance.now() - started) / 1000;

@@ -1,13 +1,14 @@
 import path from "node:path";
 import {parseArgs} from "node:util";
-import {Xoshiro128, nextUnit} from "../../../engine/seededRandom.js";
-import {computeBenchMetrics, formatBenchTable} from "../bench/benchMetrics.js";
-import {makePrompt, nextArrivalGapS} from "../bench/workload.js";
-import {DashboardServer} from "../dashboard/dashboardServer.js";
-import {EngineClient, EngineLoadError} from "../engine/engineClient.js";
-import type {RequestResult} from "../engine/requestHandle.js";
-import {StatsPipeline} from "../stats/statsPipeline.js";
+import {Xoshiro128, nextUnit} from "../common/seededRandom.js";
+import {computeBenchMetrics, formatBenchTable} from "../extension/host/bench/benchMetrics.js";
+import {makePrompt, nextArrivalGapS} from "../extension/host/bench/workload.js";
+import {DashboardServer} from "../extension/host/dashboard/dashboardServer.js";
+import {EngineClient} from "../extension/host/engineClient/engineClient.js";
+import type {RequestResult} from "../extension/host/engineClient/requestHandle.js";
+import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import type {CliIo} from "./benchCommand.js";
+import {errorMessage} from "../common/errorMessage.js";
 
 const demoUsage = `Usage: inference-monitor demo [options]
 
@@ -30,7 +31,7 @@ function parseDemoArgs(args: string[]): DemoOptions | string {
             "prometheus-port": {type: "string"}, "log-interval": {type: "string"}, "in-process": {type: "boolean"}
         }}).values;
     } catch (error) {
-        return error instanceof Error ? error.message : String(error);
+        return errorMessage(error);
     }
     const number = (name: string, raw: string | undefined, fallback: number, ok: (n: number) => boolean) => {
         if (raw === undefined) return fallback;
@@ -70,7 +71,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     try {
         pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stdout(`${line}\n`), logIntervalS: options.logIntervalS, prometheusPort: options.prometheusPort});
     } catch (error) {
-        io.stderr(`${error instanceof Error ? error.message : String(error)}\n`);
+        io.stderr(`${errorMessage(error)}\n`);
         return 1;
     }
     let dashboard: DashboardServer;
@@ -80,7 +81,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
             engineStartedAt: () => engineReadyAt});
     } catch (error) {
         await pipeline.dispose();
-        io.stderr(`${error instanceof Error ? error.message : String(error)}\n`);
+        io.stderr(`${errorMessage(error)}\n`);
         return 1;
     }
     const client = new EngineClient({mode: options.inProcess ? "inProcess" : "process", ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {})});
@@ -95,7 +96,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
         io.stdout(`Engine ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads. ` +
             `Running for ${options.durationS} s (Ctrl-C to stop).\n`);
     } catch (error) {
-        io.stderr(`Could not start the engine: ${error instanceof EngineLoadError || error instanceof Error ? error.message : String(error)}\n`);
+        io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await dashboard.close();
         await pipeline.dispose();
         return 1;

@@ -15,9 +15,9 @@
  * every message with `parseHostToPanel` / `parsePanelToHost`, which throw {@link PanelProtocolError};
  * a receiver drops and counts a message that fails, it never crashes on one.
  */
-import {ProtocolError, expectInteger, expectNumber, expectObject, expectOneOf, expectString, optionalBoolean, optionalString, type JsonObject} from "../engine/protocol/validation.js";
-import type {StatsDelta, StatsSnapshotView} from "../extension/host/stats/statsTypes.js";
-import {checkDelta, checkSnapshotView} from "./statsValidation.js";
+import {ProtocolError, expectInteger, expectNumber, expectObject, expectOneOf, expectString, optionalBoolean, optionalString, type JsonObject} from "./validation.js";
+import type {StatsDelta, StatsSnapshotView} from "./statsView.js";
+import {checkDelta, checkSnapshotView} from "./statsViewValidation.js";
 
 /** Bumped when a message changes incompatibly; the panel sends it in `ready`. */
 export const panelProtocolVersion = 1;

@@ -1,13 +1,13 @@
 import {randomUUID} from "node:crypto";
 import {EventEmitter} from "node:events";
-import {nowMs} from "../../../engine/clock.js";
-import type {EngineOptions} from "../../../engine/engineOptions.js";
-import {defaultEngineOptions} from "../../../engine/engineOptions.js";
+import {nowMs} from "../../../common/clock.js";
+import type {EngineOptions} from "../../../protocol/engineOptions.js";
+import {defaultEngineOptions} from "../../../protocol/engineOptions.js";
 import {
     parseEngineToHost, parseHostToEngine, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
     type RequestEvent, type StepStats
-} from "../../../engine/protocol/engineMessages.js";
-import {errorMessage} from "../../../engine/protocol/validation.js";
+} from "../../../protocol/engineMessages.js";
+import {errorMessage} from "../../../common/errorMessage.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 import type {HostRequestEvent} from "./hostRequestEvents.js";

@@ -5,7 +5,7 @@
  * CSP (vscode-extension-samples' webview-sample): nothing by default; scripts only with the nonce;
  * styles and images only from `cspSource`; the WebSocket URL the only connection allowed.
  */
-import {panelConfigElementId, type PanelConfig, type PanelTransportConfig} from "./panelConfig.js";
+import {panelConfigElementId, type PanelConfig, type PanelTransportConfig} from "../../../protocol/panelConfig.js";
 
 export type PanelHtmlOptions = {
     /** URL of the bundle (`dist/webview/panel.js`), e.g. `webview.asWebviewUri(...)`. */

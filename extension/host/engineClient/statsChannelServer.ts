@@ -2,8 +2,8 @@ import {randomBytes, timingSafeEqual} from "node:crypto";
 import {EventEmitter} from "node:events";
 import type {AddressInfo} from "node:net";
 import {WebSocketServer, type WebSocket} from "ws";
-import {parseStatsMessage, statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../../../engine/protocol/statsMessages.js";
-import {errorMessage} from "../../../engine/protocol/validation.js";
+import {parseStatsMessage, statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../../../protocol/statsChannel.js";
+import {errorMessage} from "../../../common/errorMessage.js";
 
 export type ReceivedSnapshot = StatsSnapshot & {receivedAt: number};
 

@@ -1,9 +1,9 @@
 import fs from "node:fs";
-import {runBenchmark, type BenchIo} from "../bench/runBenchmark.js";
-import {benchUsage, parseBenchArgs, UsageError, type BenchOptions} from "../bench/benchOptions.js";
-import {formatBenchTable} from "../bench/benchMetrics.js";
-import {EngineLoadError} from "../engine/engineClient.js";
-import {PrometheusPortInUseError} from "../stats/loggers/metricsHttpServer.js";
+import {runBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
+import {benchUsage, parseBenchArgs, UsageError, type BenchOptions} from "../extension/host/bench/benchOptions.js";
+import {formatBenchTable} from "../extension/host/bench/benchMetrics.js";
+import {EngineLoadError} from "../extension/host/engineClient/engineClient.js";
+import {PrometheusPortInUseError} from "../extension/host/stats/loggers/metricsHttpServer.js";
 
 export type CliIo = {stdout: (text: string) => void, stderr: (text: string) => void, isTty: boolean};
 

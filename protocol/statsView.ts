@@ -5,7 +5,7 @@
  * Units: timestamps are epoch milliseconds on the host clock; derived durations are **seconds**
  * (like vLLM's metrics, e.g. `ttftS`); lengths are tokens; usage fractions are 0..1.
  */
-import type {EngineInfo, FinishReason} from "../../../engine/protocol/engineMessages.js";
+import type {EngineInfo, FinishReason} from "./engineMessages.js";
 
 /** What the engine is doing, as the panel shows it. */
 export type EngineStateName = "loading" | "idle" | "busy" | "stalled" | "crashed" | "stopped";

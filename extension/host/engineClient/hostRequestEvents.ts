@@ -1,4 +1,4 @@
-import type {RequestEvent} from "../../../engine/protocol/engineMessages.js";
+import type {RequestEvent} from "../../../protocol/engineMessages.js";
 
 /** The host's own lifecycle event: the request entered the host (vLLM's `arrival`). */
 export type ArrivalEvent = {kind: "arrival", id: string, t: number, priority: number, maxTokens: number};

@@ -2,7 +2,7 @@
  * What the page tells the panel bundle: how to reach the host. Written by `renderPanelHtml` (Node)
  * into `<script type="application/json" id="config">`, read by the bundle (browser).
  */
-import {ProtocolError, expectObject, expectOneOf, expectString} from "../engine/protocol/validation.js";
+import {ProtocolError, expectObject, expectOneOf, expectString} from "./validation.js";
 
 export type PanelTransportConfig = {kind: "vscode"} | {kind: "websocket", url: string};
 

@@ -1,5 +1,5 @@
 import type {EngineOptions} from "./engineOptions.js";
-import {ProtocolError, expectObject, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./protocol/validation.js";
+import {ProtocolError, expectObject, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
 
 /** Environment variable carrying the engine options (JSON) to a spawned engine process. */
 export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";

@@ -1,4 +1,4 @@
-import type {FinishReason} from "../../../engine/protocol/engineMessages.js";
+import type {FinishReason} from "../../../protocol/engineMessages.js";
 
 /** Lifecycle timestamps of one request, all on the host's clock (engine times corrected by the measured offset). */
 export type RequestTimings = {

@@ -87,9 +87,3 @@ export function expectNumberArray(obj: JsonObject, key: string, what: string): n
             throw new ProtocolError(`${what}.${key}: expected an array of finite numbers`);
     return value as number[];
 }
-
-export function errorMessage(error: unknown): string {
-    if (error instanceof Error)
-        return error.message;
-    return String(error);
-}

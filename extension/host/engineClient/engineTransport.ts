@@ -1,4 +1,4 @@
-import type {HostToEngine} from "../../../engine/protocol/engineMessages.js";
+import type {HostToEngine} from "../../../protocol/engineMessages.js";
 
 export type EngineExit = {code: number | null, signal: string | null, description: string};
 

@@ -1,9 +1,9 @@
 import {fork, type ChildProcess} from "node:child_process";
 import {bundledEntryPath} from "../../../engine/bundlePaths.js";
-import type {EngineOptions} from "../../../engine/engineOptions.js";
-import {engineOptionsEnv, serializeEngineOptions} from "../../../engine/engineOptionsTransfer.js";
-import type {HostToEngine} from "../../../engine/protocol/engineMessages.js";
-import {statsSecretEnv, statsUrlEnv} from "../../../engine/protocol/statsMessages.js";
+import type {EngineOptions} from "../../../protocol/engineOptions.js";
+import {engineOptionsEnv, serializeEngineOptions} from "../../../protocol/engineOptionsTransfer.js";
+import type {HostToEngine} from "../../../protocol/engineMessages.js";
+import {statsSecretEnv, statsUrlEnv} from "../../../protocol/statsChannel.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 
 const stderrKeepChars = 4000;
