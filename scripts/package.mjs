@@ -2,12 +2,15 @@
 //
 //   node scripts/package.mjs [--no-build] [--no-verify] [--no-cuda] [--out FILE]
 //
-// 1. `node scripts/build.mjs --production` (skipped with --no-build: packages dist/ as it is);
+// 1. `node scripts/build.mjs --production` (skipped with --no-build: packages dist/ as it is); vsce's
+//    own "vscode:prepublish" build (the same command, for a bare `vsce package`/`vsce publish`) is
+//    then skipped, so one build per VSIX;
 // 2. `vsce package --target linux-x64`: vsce adds the production dependencies (`npm list
 //    --production`), .vscodeignore prunes them to what runs: node-llama-cpp's JS and its runtime
 //    dependencies, and only the linux-x64 CPU, Vulkan and CUDA binaries (--no-cuda: without CUDA,
 //    ~31 MB instead of ~175 MB);
-// 3. checks the VSIX (skipped with --no-verify): required files present, nothing from other
+// 3. checks the VSIX (skipped with --no-verify), read with yauzl: required files present (the
+//    manifest's main, LICENSE, icon and walkthrough media included), nothing from other
 //    platforms, no sources/maps/llama.cpp sources, every dependency of every packaged package
 //    resolvable inside the VSIX, and, unpacked in a temporary folder, node-llama-cpp imported from
 //    there loading its own linux-x64 binary with getLlama({gpu: false, build: "never"}).
@@ -15,8 +18,8 @@ import {spawnSync} from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import zlib from "node:zlib";
 import {fileURLToPath} from "node:url";
+import yauzl from "yauzl";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const target = "linux-x64";
@@ -86,10 +89,6 @@ if (!cuda) {
     ignoreFile = withoutCuda;
 }
 const vsceArgs = ["package", "--target", target, "--out", outFile, "--no-yarn", "--ignoreFile", ignoreFile];
-if (!fs.readdirSync(root).some((name) => /^licen[cs]e(\.(md|txt))?$/i.test(name))) {
-    log("warning: no LICENSE file at the top of the repository; packaging with --skip-license");
-    vsceArgs.push("--skip-license");
-}
 if (manifest.repository == null)
     vsceArgs.push("--allow-missing-repository");
 // vsce writes a temporary file, renamed to outFile once checked: a concurrent reader (another test
@@ -101,7 +100,7 @@ process.on("exit", () => fs.rmSync(partialFile, {force: true}));
 {
     const since = performance.now();
     const vsce = path.join(path.dirname(fileURLToPath(import.meta.resolve("@vscode/vsce/package.json"))), "vsce");
-    run(process.execPath, [vsce, ...vsceArgs]);
+    run(process.execPath, [vsce, ...vsceArgs], {env: {...process.env, INFERENCE_MONITOR_PREPUBLISH_BUILT: "1"}});
     log(`vsce package in ${seconds(since)}`);
 }
 if (tempIgnoreDir != null)
@@ -110,15 +109,22 @@ if (tempIgnoreDir != null)
 // --- 3. verify ----------------------------------------------------------------------------------
 if (verify) {
     const since = performance.now();
-    const zip = fs.readFileSync(partialFile);
-    const entries = readZipEntries(zip);
+    const zip = await openZip(partialFile);
+    const entries = zip.entries;
     const files = entries.map((entry) => entry.name).filter((name) => name.startsWith("extension/")).map((name) => name.slice("extension/".length));
     const fileSet = new Set(files);
     const problems = [];
 
+    const walkthroughMedia = (manifest.contributes?.walkthroughs ?? [])
+        .flatMap((walkthrough) => walkthrough.steps ?? [])
+        .flatMap((step) => [step.media?.image, step.media?.markdown, step.media?.svg])
+        .flatMap((media) => (media == null ? [] : typeof media === "string" ? [media] : Object.values(media)));
     const required = [
         "package.json",
+        "LICENSE.txt",
         path.posix.normalize(manifest.main ?? "dist/extension.js"),
+        ...(manifest.icon == null ? [] : [path.posix.normalize(manifest.icon)]),
+        ...walkthroughMedia.map((file) => path.posix.normalize(file)),
         "node_modules/node-llama-cpp/package.json",
         "node_modules/node-llama-cpp/dist/index.js",
         "node_modules/node-llama-cpp/llama/binariesGithubRelease.json",
@@ -128,7 +134,7 @@ if (verify) {
         if (!fileSet.has(file))
             problems.push(`missing ${file}`);
 
-    const allowedTop = /^(package\.json|(readme|license|changelog)(\.(md|txt))?|dist\/.*|node_modules\/.*)$/i;
+    const allowedTop = /^(package\.json|(readme|license|changelog)(\.(md|txt))?|dist\/.*|media\/.*|node_modules\/.*)$/i;
     const binaryPackagePattern = new RegExp(`^node_modules/@node-llama-cpp/(?!(${binaryPackages.join("|")})/)`);
     const forbidden = [
         [binaryPackagePattern, "another platform's (or an unwanted) node-llama-cpp binary package"],
@@ -146,7 +152,7 @@ if (verify) {
                 break;
             }
     }
-    problems.push(...checkDependencyClosure(entries, zip));
+    problems.push(...await checkDependencyClosure(zip));
 
     const sizes = new Map();
     for (const entry of entries) {
@@ -164,7 +170,8 @@ if (verify) {
         log(`  ${mb(size.zipped).padStart(10)} / ${mb(size.raw).padStart(10)}  ${key} (${size.files} files)`);
 
     if (problems.length === 0)
-        problems.push(...smokeTest(entries, zip));
+        problems.push(...await smokeTest(zip));
+    zip.close();
     if (problems.length > 0)
         fail(`the VSIX is not right:\n  ${problems.slice(0, 50).join("\n  ")}${problems.length > 50 ? `\n  … ${problems.length - 50} more` : ""}`);
     log(`verified in ${seconds(since)}: binaries ${binaryPackages.map((name) => `@node-llama-cpp/${name}`).join(", ")}`);
@@ -175,48 +182,32 @@ log(`${path.relative(process.cwd(), outFile) || outFile}: ${(fs.statSync(outFile
 
 // --- helpers ------------------------------------------------------------------------------------
 
-/** Central directory of a (non-zip64) zip file: what vsce writes for a VSIX under 4 GiB. */
-function readZipEntries(zip) {
-    let end = -1;
-    for (let i = zip.length - 22; i >= Math.max(0, zip.length - 22 - 0xffff); i--)
-        if (zip.readUInt32LE(i) === 0x06054b50) {
-            end = i;
-            break;
-        }
-    if (end < 0)
-        fail(`${partialFile} is not a zip file`);
-    const count = zip.readUInt16LE(end + 10);
-    let offset = zip.readUInt32LE(end + 16);
-    if (count === 0xffff || offset === 0xffffffff)
-        fail("zip64 VSIX: not supported by this check");
-    const entries = [];
-    for (let i = 0; i < count; i++) {
-        if (zip.readUInt32LE(offset) !== 0x02014b50)
-            fail("corrupt zip central directory");
-        const nameLength = zip.readUInt16LE(offset + 28);
-        const extraLength = zip.readUInt16LE(offset + 30);
-        const commentLength = zip.readUInt16LE(offset + 32);
-        entries.push({
-            name: zip.toString("utf8", offset + 46, offset + 46 + nameLength),
-            method: zip.readUInt16LE(offset + 10),
-            compressedSize: zip.readUInt32LE(offset + 20),
-            size: zip.readUInt32LE(offset + 24),
-            localHeader: zip.readUInt32LE(offset + 42)
+/** A zip file (the VSIX) opened with yauzl: its entries, and each entry's contents on demand. */
+async function openZip(file) {
+    const zipfile = await new Promise((resolve, reject) =>
+        yauzl.open(file, {lazyEntries: true, autoClose: false}, (error, opened) => (error ? reject(error) : resolve(opened))));
+    const entries = await new Promise((resolve, reject) => {
+        const list = [];
+        zipfile.on("entry", (entry) => {
+            list.push({name: entry.fileName, size: entry.uncompressedSize, compressedSize: entry.compressedSize, entry});
+            zipfile.readEntry();
         });
-        offset += 46 + nameLength + extraLength + commentLength;
-    }
-    return entries;
-}
-
-function readZipEntry(zip, entry) {
-    const header = entry.localHeader;
-    const dataStart = header + 30 + zip.readUInt16LE(header + 26) + zip.readUInt16LE(header + 28);
-    const data = zip.subarray(dataStart, dataStart + entry.compressedSize);
-    if (entry.method === 0)
-        return data;
-    if (entry.method === 8)
-        return zlib.inflateRawSync(data);
-    throw new Error(`${entry.name}: zip method ${entry.method} not supported`);
+        zipfile.once("end", () => resolve(list));
+        zipfile.once("error", reject);
+        zipfile.readEntry();
+    });
+    /** @returns {Promise<Buffer>} */
+    const read = (item) => new Promise((resolve, reject) => {
+        zipfile.openReadStream(item.entry, (error, stream) => {
+            if (error)
+                return reject(error);
+            const chunks = [];
+            stream.on("data", (chunk) => chunks.push(chunk));
+            stream.once("end", () => resolve(Buffer.concat(chunks)));
+            stream.once("error", reject);
+        });
+    });
+    return {entries, read, close: () => zipfile.close()};
 }
 
 /**
@@ -224,13 +215,13 @@ function readZipEntry(zip, entry) {
  * node-llama-cpp) must resolve, the way Node resolves it, to a package inside the VSIX — except
  * the edges cut on purpose (prunedEdges).
  */
-function checkDependencyClosure(entries, zip) {
+async function checkDependencyClosure(zip) {
     const problems = [];
-    const packageJsons = entries.filter((entry) => /^extension\/(node_modules\/(@[^/]+\/)?[^/]+\/)*package\.json$/.test(entry.name));
+    const packageJsons = zip.entries.filter((entry) => /^extension\/(node_modules\/(@[^/]+\/)?[^/]+\/)*package\.json$/.test(entry.name));
     const present = new Set(packageJsons.map((entry) => path.posix.dirname(entry.name)));
     for (const entry of packageJsons) {
         const dir = path.posix.dirname(entry.name);
-        const pkg = JSON.parse(readZipEntry(zip, entry).toString("utf8"));
+        const pkg = JSON.parse((await zip.read(entry)).toString("utf8"));
         const isRoot = dir === "extension";
         const deps = isRoot ? ["node-llama-cpp"] : Object.keys(pkg.dependencies ?? {});
         const cut = prunedEdges[isRoot ? "" : pkg.name] ?? [];
@@ -254,15 +245,15 @@ function checkDependencyClosure(entries, zip) {
 }
 
 /** Unpacks the VSIX and loads node-llama-cpp from it in a fresh Node process. */
-function smokeTest(entries, zip) {
+async function smokeTest(zip) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-vsix-"));
     try {
-        for (const entry of entries) {
+        for (const entry of zip.entries) {
             if (!entry.name.startsWith("extension/") || entry.name.endsWith("/"))
                 continue;
             const file = path.join(dir, entry.name);
             fs.mkdirSync(path.dirname(file), {recursive: true});
-            fs.writeFileSync(file, readZipEntry(zip, entry));
+            fs.writeFileSync(file, await zip.read(entry));
         }
         const extensionDir = path.join(dir, "extension");
         const script = `
