@@ -1,28 +1,19 @@
 import fs from "node:fs";
 import {runBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
-import {benchUsage, parseBenchArgs, UsageError, type BenchOptions} from "../extension/host/bench/benchOptions.js";
 import {formatBenchTable} from "../extension/host/bench/benchMetrics.js";
 import {EngineLoadError} from "../extension/host/engineClient/engineClient.js";
-import {PrometheusPortInUseError} from "../extension/host/stats/loggers/metricsHttpServer.js";
-
-export type CliIo = {stdout: (text: string) => void, stderr: (text: string) => void, isTty: boolean};
+import {PortInUseError} from "../extension/host/net/listen.js";
+import {benchCommandLine, benchOptionsFrom} from "./benchArgs.js";
+import type {CliIo} from "./cliIo.js";
+import {readCommandLine} from "./commandLine.js";
+import {serverStartFailure} from "./serverStartFailure.js";
 
 /** `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats, 2 on usage errors. */
 export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
-    if (args.includes("--help") || args.includes("-h")) {
-        io.stdout(benchUsage);
-        return 0;
-    }
-    let options: BenchOptions;
-    try {
-        options = parseBenchArgs(args, io.isTty);
-    } catch (error) {
-        if (error instanceof UsageError) {
-            io.stderr(`${error.message}\n\n${benchUsage}`);
-            return 2;
-        }
-        throw error;
-    }
+    const commandLine = readCommandLine(benchCommandLine, args, io, (values) => benchOptionsFrom(values, io.isTty));
+    if ("exitCode" in commandLine)
+        return commandLine.exitCode;
+    const {options} = commandLine;
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
         io.stdout(`${formatBenchTable(run.metrics)}\n`);
@@ -54,8 +45,8 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
             io.stderr(`Could not start the engine: ${error.message}\n`);
             return 1;
         }
-        if (error instanceof PrometheusPortInUseError) {
-            io.stderr(`${error.message}\n`);
+        if (error instanceof PortInUseError) {
+            io.stderr(`${serverStartFailure(error, "--prometheus-port", "none")}\n`);
             return 1;
         }
         throw error;

@@ -1,56 +1,16 @@
 import path from "node:path";
-import {parseArgs} from "node:util";
 import {Xoshiro128, nextUnit} from "../common/seededRandom.js";
 import {computeBenchMetrics, formatBenchTable} from "../extension/host/bench/benchMetrics.js";
 import {makePrompt, nextArrivalGapS} from "../extension/host/bench/workload.js";
 import {DashboardServer} from "../extension/host/dashboard/dashboardServer.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
-import type {RequestResult} from "../extension/host/engineClient/requestHandle.js";
+import type {RequestResult} from "../extension/host/engineClient/requestState.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
-import type {CliIo} from "./benchCommand.js";
+import type {CliIo} from "./cliIo.js";
+import {readCommandLine} from "./commandLine.js";
+import {demoCommandLine, demoOptionsFrom} from "./demoArgs.js";
+import {serverStartFailure} from "./serverStartFailure.js";
 import {errorMessage} from "../common/errorMessage.js";
-
-const demoUsage = `Usage: inference-monitor demo [options]
-
-  --model FILE          GGUF model (default: the built-in demo model)
-  --port N              dashboard port on 127.0.0.1 (default 0 = a free one)
-  --duration S          seconds to run (default 60; Ctrl-C stops earlier)
-  --rate R              request arrivals per second (default 3)
-  --prometheus-port N   also serve /metrics (default 0 = off)
-  --log-interval S      seconds between vLLM log lines (default 10)
-  --in-process          run the engine inside this process
-`;
-
-type DemoOptions = {modelPath?: string, port: number, durationS: number, rate: number, prometheusPort: number, logIntervalS: number, inProcess: boolean};
-
-function parseDemoArgs(args: string[]): DemoOptions | string {
-    let values;
-    try {
-        values = parseArgs({args, strict: true, allowPositionals: false, options: {
-            "model": {type: "string"}, "port": {type: "string"}, "duration": {type: "string"}, "rate": {type: "string"},
-            "prometheus-port": {type: "string"}, "log-interval": {type: "string"}, "in-process": {type: "boolean"}
-        }}).values;
-    } catch (error) {
-        return errorMessage(error);
-    }
-    const number = (name: string, raw: string | undefined, fallback: number, ok: (n: number) => boolean) => {
-        if (raw === undefined) return fallback;
-        const n = Number(raw);
-        return ok(n) ? n : `--${name}: bad value ${JSON.stringify(raw)}`;
-    };
-    const port = number("port", values.port, 0, (n) => Number.isInteger(n) && n >= 0 && n <= 65535);
-    const durationS = number("duration", values.duration, 60, (n) => Number.isFinite(n) && n > 0);
-    const rate = number("rate", values.rate, 3, (n) => Number.isFinite(n) && n > 0);
-    const prometheusPort = number("prometheus-port", values["prometheus-port"], 0, (n) => Number.isInteger(n) && n >= 0 && n <= 65535);
-    const logIntervalS = number("log-interval", values["log-interval"], 10, (n) => Number.isFinite(n) && n > 0);
-    for (const value of [port, durationS, rate, prometheusPort, logIntervalS])
-        if (typeof value === "string")
-            return value;
-    return {
-        port: port as number, durationS: durationS as number, rate: rate as number, prometheusPort: prometheusPort as number, logIntervalS: logIntervalS as number,
-        inProcess: values["in-process"] === true, ...(values.model !== undefined ? {modelPath: values.model} : {})
-    };
-}
 
 /**
  * `inference-monitor demo`: the engine on the built-in model (or --model), a varied workload (mixed
@@ -58,20 +18,15 @@ function parseDemoArgs(args: string[]): DemoOptions | string {
  * dashboard at the printed URL. Stops on Ctrl-C or after --duration and prints the benchmark table.
  */
 export async function demoCommand(args: string[], io: CliIo): Promise<number> {
-    if (args.includes("--help") || args.includes("-h")) {
-        io.stdout(demoUsage);
-        return 0;
-    }
-    const options = parseDemoArgs(args);
-    if (typeof options === "string") {
-        io.stderr(`${options}\n\n${demoUsage}`);
-        return 2;
-    }
+    const commandLine = readCommandLine(demoCommandLine, args, io, demoOptionsFrom);
+    if ("exitCode" in commandLine)
+        return commandLine.exitCode;
+    const {options} = commandLine;
     let pipeline: StatsPipeline;
     try {
         pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stdout(`${line}\n`), logIntervalS: options.logIntervalS, prometheusPort: options.prometheusPort});
     } catch (error) {
-        io.stderr(`${errorMessage(error)}\n`);
+        io.stderr(`${serverStartFailure(error, "--prometheus-port", "none")}\n`);
         return 1;
     }
     let dashboard: DashboardServer;
@@ -81,7 +36,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
             engineStartedAt: () => engineReadyAt});
     } catch (error) {
         await pipeline.dispose();
-        io.stderr(`${errorMessage(error)}\n`);
+        io.stderr(`${serverStartFailure(error, "--port", "a free one")}\n`);
         return 1;
     }
     const client = new EngineClient({mode: options.inProcess ? "inProcess" : "process", ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {})});
@@ -116,8 +71,8 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     // Cancelled requests (the workload cancels some, and stopping cancels the rest) are not failures.
     const served = results.filter((result) => result.reason !== "abort");
     io.stdout(`${formatBenchTable(computeBenchMetrics(served, (performance.now() - started) / 1000))}\n`);
-    const ledger = client.ledger;
-    io.stdout(`Requests: ${ledger.arrived} arrived, ${ledger.byReason.stop + ledger.byReason.length} completed, ${ledger.byReason.abort} cancelled, ${ledger.byReason.error} failed\n`);
+    const ledger = pipeline.manager.counters().requests;
+    io.stdout(`Requests: ${ledger.arrived} arrived, ${ledger.completed} completed, ${ledger.aborted} cancelled, ${ledger.failed} failed\n`);
     await client.stop();
     await dashboard.close();
     await pipeline.dispose();

@@ -1,19 +1,12 @@
 /** `inference-monitor` command line: dispatches to one command per file. */
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
-import {benchCommand, type CliIo} from "./benchCommand.js";
+import {benchCommandLine} from "./benchArgs.js";
+import {benchCommand} from "./benchCommand.js";
+import type {CliIo} from "./cliIo.js";
+import {commandList, type CliOptions, type CommandLine} from "./commandLine.js";
+import {demoCommandLine} from "./demoArgs.js";
 import {demoCommand} from "./demoCommand.js";
-import {makeModelCommand} from "./makeModelCommand.js";
-
-const usage = `Usage: inference-monitor <command> [options]
-
-Commands:
-  make-model --out FILE [--size tiny|small|medium] [--seed N] [--dtype f16|f32]
-                 write the built-in demo model (a GGUF with seeded random weights)
-  bench [options]
-                 vLLM-style serving benchmark on the engine (bench --help for options)
-  demo [--model FILE] [--port N] [--duration S]
-                 serve the live dashboard while driving a mixed workload
-`;
+import {makeModelCommand, makeModelCommandLine} from "./makeModelCommand.js";
 
 const io: CliIo = {
     stdout: (text) => void process.stdout.write(text),
@@ -21,19 +14,28 @@ const io: CliIo = {
     isTty: process.stderr.isTTY === true
 };
 
-type Command = (args: string[]) => Promise<number>;
+type Command = {commandLine: CommandLine<CliOptions>, run: (args: string[]) => Promise<number>};
 
-const commands: Record<string, Command> = {
-    "make-model": (args) => makeModelCommand(args),
-    "bench": (args) => benchCommand(args, io, async (client, options) => {
-        const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), prometheusPort: options.prometheusPort});
+const commands: Command[] = [
+    {commandLine: makeModelCommandLine, run: (args) => makeModelCommand(args, io)},
+    {commandLine: benchCommandLine, run: (args) => benchCommand(args, io, async (client, options) => {
+        const pipeline = await StatsPipeline.create({
+            writeLogLine: (line) => io.stderr(`${line}\n`), prometheusPort: options.prometheusPort
+        });
         pipeline.attach(client);
         if (pipeline.metricsUrl !== undefined)
             io.stderr(`Prometheus metrics at ${pipeline.metricsUrl}\n`);
         return pipeline;
-    }),
-    "demo": (args) => demoCommand(args, io)
-};
+    })},
+    {commandLine: demoCommandLine, run: (args) => demoCommand(args, io)}
+];
+
+const usage = `Usage: inference-monitor <command> [options]
+
+Commands:
+${commandList(commands.map((command) => command.commandLine))}
+inference-monitor <command> --help lists a command's options.
+`;
 
 async function main(argv: string[]): Promise<number> {
     const [name, ...args] = argv;
@@ -41,12 +43,12 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(usage);
         return name === undefined ? 2 : 0;
     }
-    const command = commands[name];
+    const command = commands.find((candidate) => candidate.commandLine.name === name);
     if (command === undefined) {
         process.stderr.write(`Unknown command: ${name}\n\n${usage}`);
         return 2;
     }
-    return await command(args);
+    return await command.run(args);
 }
 
 main(process.argv.slice(2)).then((code) => {

@@ -105,7 +105,6 @@ export const ErrorMessage = new MessageDecl<"error", ErrorParams>("error", (obj,
 
 const hostToPanelDecls = [SnapshotMessage, DeltaMessage, PausedMessage, ExportResultMessage, ErrorMessage] as const;
 export type HostToPanel = MessageOf<typeof hostToPanelDecls[number]>;
-export type HostToPanelType = HostToPanel["type"];
 
 // ---- panel → host ---------------------------------------------------------------------------------
 
@@ -126,7 +125,6 @@ export const RequestSnapshotMessage = new MessageDecl<"requestSnapshot", Request
 
 const panelToHostDecls = [ReadyMessage, SetPausedMessage, ResetMessage, ExportMessage, RequestSnapshotMessage] as const;
 export type PanelToHost = MessageOf<typeof panelToHostDecls[number]>;
-export type PanelToHostType = PanelToHost["type"];
 
 // ---- parsing ----------------------------------------------------------------------------------------
 

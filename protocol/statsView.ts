@@ -6,6 +6,7 @@
  * (like vLLM's metrics, e.g. `ttftS`); lengths are tokens; usage fractions are 0..1.
  */
 import type {EngineInfo, FinishReason} from "./engineMessages.js";
+import type {RequestLifecycle} from "./requestLifecycle.js";
 
 /** What the engine is doing, as the panel shows it. */
 export type EngineStateName = "loading" | "idle" | "busy" | "stalled" | "crashed" | "stopped";
@@ -98,47 +99,6 @@ export type TimeSeriesPoint = {
     vramUsedBytes: number
 };
 
-export type RequestPhase = "input" | "waiting" | "running" | "preempted" | "finished";
-
-/** Derived per-request metrics (seconds), present once both ends of the interval are known. */
-export type RequestMetrics = {
-    ttftS?: number,
-    e2eS?: number,
-    queueS?: number,
-    prefillS?: number,
-    decodeS?: number,
-    inferenceS?: number,
-    /** decode / (generated − 1); only when at least 2 tokens were generated. */
-    tpotS?: number
-};
-
-/** One request's whole lifecycle, for the per-request waterfall. Timestamps: epoch ms, host clock. */
-export type RequestRecord = {
-    id: string,
-    phase: RequestPhase,
-    priority: number,
-    maxTokens: number,
-    arrival: number,
-    inputProcessed?: number,
-    queued?: number,
-    scheduled?: number,
-    firstToken?: number,
-    lastToken?: number,
-    /** When the host received the first output carrying tokens. */
-    firstDelivered?: number,
-    /** Engine time of the finish. */
-    finished?: number,
-    /** When the host received the finish (the last delivery). */
-    lastDelivered?: number,
-    /** Engine times of preemptions (at most the first 100). */
-    preemptions: number[],
-    reason?: FinishReason,
-    error?: string,
-    promptTokens: number,
-    generatedTokens: number,
-    metrics: RequestMetrics
-};
-
 export type StatsConfigView = {
     sampleIntervalMs: number,
     throughputWindowMs: number,
@@ -160,7 +120,7 @@ export type StatsSnapshotView = {
     /** Oldest first. */
     timeSeries: TimeSeriesPoint[],
     /** The most recent requests (by arrival), oldest first. */
-    requests: RequestRecord[]
+    requests: RequestLifecycle[]
 };
 
 /**
@@ -180,7 +140,7 @@ export type StatsDelta = {
     /** New points, oldest first. */
     timeSeries?: TimeSeriesPoint[],
     /** New or updated requests (replace by id). Views keep at most `maxRecentRequests`, dropping the oldest. */
-    requests?: RequestRecord[],
+    requests?: RequestLifecycle[],
     /** After `reset()`: drop everything and start again from this snapshot. */
     reset?: StatsSnapshotView
 };

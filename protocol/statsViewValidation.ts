@@ -9,10 +9,8 @@ import {
 } from "./validation.js";
 import {finishReasons} from "./engineMessages.js";
 import type {EngineInfo} from "./engineMessages.js";
-import {
-    histogramMetrics, type EngineStateName, type HistogramMetric, type HistogramView, type PercentileSummary, type RequestRecord,
-    type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
-} from "./statsView.js";
+import {histogramMetrics, type EngineStateName, type HistogramMetric, type HistogramView, type PercentileSummary, type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint} from "./statsView.js";
+import type {RequestLifecycle} from "./requestLifecycle.js";
 
 export const engineStateNames: readonly EngineStateName[] = ["loading", "idle", "busy", "stalled", "crashed", "stopped"];
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
@@ -138,7 +136,7 @@ function checkPoint(value: unknown, index: number): TimeSeriesPoint {
     return value as TimeSeriesPoint;
 }
 
-function checkRequest(value: unknown, index: number): RequestRecord {
+function checkRequest(value: unknown, index: number): RequestLifecycle {
     const what = `requests[${index}]`;
     const obj = expectObject(value, what);
     expectString(obj, "id", what, 200);
@@ -157,7 +155,7 @@ function checkRequest(value: unknown, index: number): RequestRecord {
     const metrics = expectObject(obj.metrics, `${what}.metrics`);
     for (const key of recordMetricKeys)
         optionalNumberField(metrics, key, `${what}.metrics`);
-    return value as RequestRecord;
+    return value as RequestLifecycle;
 }
 
 function checkPoints(obj: JsonObject, what: string): void {

@@ -13,7 +13,7 @@ import {nowMs} from "../common/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
 import {ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
-import {percentile} from "../extension/host/bench/benchMetrics.js";
+import {percentile} from "../extension/host/stats/percentiles.js";
 
 const {values} = parseArgs({
     options: {

@@ -10,8 +10,8 @@
 import fs from "node:fs";
 import net from "node:net";
 import {parseArgs} from "node:util";
-import {parseBenchArgs} from "../extension/host/bench/benchOptions.js";
-import {percentile} from "../extension/host/bench/benchMetrics.js";
+import {parseBenchArgs} from "../cli/benchArgs.js";
+import {percentile} from "../extension/host/stats/percentiles.js";
 import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
 import type {EngineMode} from "../extension/host/engineClient/engineClient.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";

@@ -50,7 +50,7 @@ export class Controls {
             this.handlers.reset();
         });
         const exportJson = this.button("Export JSON", "export-json", "The full stats snapshot", () => this.handlers.export("json"));
-        const exportCsv = this.button("Export CSV", "export-csv", "One row per recent request", () => this.handlers.export("csv"));
+        const exportCsv = this.button("Export CSV", "export-csv", "The time series, one row per sample", () => this.handlers.export("csv"));
 
         const windowLabel = el("label", "window");
         const select = el("select");

@@ -3,7 +3,7 @@
  * while stalled) and uptime. Each value element carries `data-field="<name>"`.
  */
 import {el, setText} from "./dom.js";
-import {formatBytes, formatDuration, formatNumber} from "./format.js";
+import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
 import type {StatsStore} from "./store.js";
 
 const fields = [
@@ -56,11 +56,4 @@ export class Header {
     private set(name: FieldName, text: string): void {
         setText(this.values.get(name)!, text);
     }
-}
-
-function formatParams(count: number): string {
-    if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B`;
-    if (count >= 1e6) return `${(count / 1e6).toFixed(1)} M`;
-    if (count >= 1e3) return `${(count / 1e3).toFixed(1)} K`;
-    return String(count);
 }

@@ -5,7 +5,7 @@
  */
 import type {StatsSnapshotView} from "../protocol/statsView.js";
 import {el, setText} from "./dom.js";
-import {formatNumber} from "./format.js";
+import {formatNumber} from "../common/format.js";
 
 type KpiSource = Pick<StatsSnapshotView, "counters" | "gauges" | "percentiles">;
 

@@ -4,9 +4,10 @@
  * for hours keeps its memory flat. The host is the source of truth: on a seq gap the store asks for
  * a fresh snapshot and ignores deltas until it arrives.
  */
-import type {RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../protocol/statsView.js";
+import type {StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../protocol/statsView.js";
 import {BoundedSeries} from "./boundedSeries.js";
 import type {SnapshotParams} from "../protocol/panelMessages.js";
+import type {RequestLifecycle} from "../protocol/requestLifecycle.js";
 
 export const storeLimits = {
     /** Time-series points older than this (from the newest) are dropped. */
@@ -25,7 +26,7 @@ type Scalars = Omit<StatsSnapshotView, "timeSeries" | "requests">;
 export class StatsStore {
     readonly series = new BoundedSeries<TimeSeriesPoint>(storeLimits.seriesWindowMs, storeLimits.maxSeriesPoints);
     /** By id, in arrival order (Map insertion order; updates keep their place). */
-    readonly requests = new Map<string, RequestRecord>();
+    readonly requests = new Map<string, RequestLifecycle>();
     private current: Scalars | undefined;
     private lastSeq = 0;
     private waiting = true;
@@ -134,7 +135,7 @@ export class StatsStore {
         this.putRequests(snapshot.requests);
     }
 
-    private putRequests(records: readonly RequestRecord[]): void {
+    private putRequests(records: readonly RequestLifecycle[]): void {
         for (const record of records)
             this.requests.set(record.id, record);
         while (this.requests.size > storeLimits.maxRequests)

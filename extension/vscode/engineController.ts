@@ -6,6 +6,7 @@ import type {StatsManager} from "../host/stats/statsManager.js";
 import {rememberModel, type ModelChoice} from "./modelPicker.js";
 import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
 import {errorMessage} from "../../common/errorMessage.js";
+import {formatDuration, formatParams} from "../../common/format.js";
 
 /** Context keys the `when` clauses of package.json use. */
 const contextKeys = {
@@ -75,13 +76,15 @@ export class EngineController implements vscode.Disposable {
         const client = new EngineClient(engineClientOptions(settings, choice.path, cacheDir));
         this.client = client;
         this.pipeline.attach(client);
-        client.on("log", (level, message) => this.log[level](`engine: ${message}`));
-        client.on("rejected", (rejected) => this.log.warn(`rejected ${rejected.source} message: ${rejected.reason}`));
-        client.on("state", (state) => {
-            void this.updateContextKeys();
-            this.changeEmitter.fire();
-            if (state === "crashed" && this.client === client)
-                void this.onCrash();
+        client.observe({
+            onLog: (level, message) => this.log[level](`engine: ${message}`),
+            onRejected: (rejected) => this.log.warn(`rejected ${rejected.source} message: ${rejected.reason}`),
+            onEngineState: (state) => {
+                void this.updateContextKeys();
+                this.changeEmitter.fire();
+                if (state === "crashed" && this.client === client)
+                    void this.onCrash();
+            }
         });
         this.log.info(`Starting ${choice.label} (${describeSettings(settings)})`);
         this.changeEmitter.fire();
@@ -93,18 +96,19 @@ export class EngineController implements vscode.Disposable {
             }, async (progress, token) => {
                 token.onCancellationRequested(() => void this.stop());
                 let reported = 0;
-                client.on("loading", (fraction) => {
+                client.observe({onLoading: (fraction) => {
                     const percent = Math.round(fraction * 100);
                     if (percent > reported) {
                         progress.report({increment: percent - reported, message: `${percent}%`});
                         reported = percent;
                     }
-                });
+                }});
                 return await client.start();
             });
-            this.log.info(`Engine ready: ${info.model.name} (${info.model.architecture}, ${formatParams(info.model.parameterCount)}, ${info.model.quantization}) ` +
+            this.log.info(`Engine ready: ${info.model.name} ` +
+                `(${info.model.architecture}, ${formatParams(info.model.parameterCount)} params, ${info.model.quantization}) ` +
                 `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
-                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, loaded in ${(info.loadMs / 1000).toFixed(1)} s, ` +
+                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();
             if (choice.path !== undefined)
@@ -195,12 +199,6 @@ export class EngineController implements vscode.Disposable {
 function describeSettings(settings: MonitorSettings): string {
     return `${settings.engineMode} mode, gpu ${settings.gpu}, context ${settings.contextSize}, ${settings.parallelSequences} sequences, ` +
         `threads ${settings.threads === 0 ? "default" : settings.threads}, stats every ${settings.statsIntervalMs} ms`;
-}
-
-export function formatParams(count: number): string {
-    if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B params`;
-    if (count >= 1e6) return `${(count / 1e6).toFixed(1)} M params`;
-    return `${(count / 1e3).toFixed(0)} K params`;
 }
 
 function firstLine(text: string): string {

@@ -48,7 +48,7 @@ export function activate(context: vscode.ExtensionContext): void {
     command("inferenceMonitor.showStats", () => panels.reveal(false));
     command("inferenceMonitor.sendPrompt", () => sendPrompt(engine, log));
     command("inferenceMonitor.runBenchmark", () => runBenchmark(engine, log));
-    command("inferenceMonitor.exportStats", () => exportStats(engine));
+    command("inferenceMonitor.exportStats", () => exportStats(engine, log));
 }
 
 export async function deactivate(): Promise<void> {

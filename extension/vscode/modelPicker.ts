@@ -2,6 +2,7 @@ import path from "node:path";
 import * as vscode from "vscode";
 import {downloadModel, isDownloadableModelUri} from "../host/models/modelDownload.js";
 import {errorMessage} from "../../common/errorMessage.js";
+import {formatBytes} from "../../common/format.js";
 
 /** A model choice: a file, or the built-in demo model (`path` undefined). */
 export type ModelChoice = {path: string | undefined, label: string};
@@ -71,7 +72,8 @@ async function downloadFromHub(context: vscode.ExtensionContext, log: vscode.Log
                     if (totalBytes <= 0)
                         return;
                     const percent = (downloadedBytes / totalBytes) * 100;
-                    progress.report({increment: percent - reported, message: `${(downloadedBytes / 2 ** 20).toFixed(0)} / ${(totalBytes / 2 ** 20).toFixed(0)} MiB`});
+                    const message = `${formatBytes(downloadedBytes)} / ${formatBytes(totalBytes)}`;
+                    progress.report({increment: percent - reported, message});
                     reported = percent;
                 }
             });

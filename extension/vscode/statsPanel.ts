@@ -1,10 +1,9 @@
-import fs from "node:fs/promises";
 import * as vscode from "vscode";
 import {makeNonce, renderPanelHtml} from "../host/panel/panelHtml.js";
 import {encodeMessage, type ExportFormat, type ExportResultParams} from "../../protocol/panelMessages.js";
-import {exportStats as renderExport} from "../host/stats/statsExport.js";
 import {PanelSession} from "../host/panel/panelSession.js";
 import type {EngineController} from "./engineController.js";
+import {saveStatsExport} from "./saveExport.js";
 
 export const statsViewType = "inferenceMonitor.stats";
 
@@ -19,7 +18,7 @@ export class StatsPanelManager implements vscode.Disposable {
     private readonly disposables: vscode.Disposable[] = [];
     private readonly webviewRoot: vscode.Uri;
 
-    constructor(private readonly context: vscode.ExtensionContext, private readonly controller: EngineController,
+    constructor(context: vscode.ExtensionContext, private readonly controller: EngineController,
         private readonly log: vscode.LogOutputChannel) {
         this.webviewRoot = vscode.Uri.joinPath(context.extensionUri, "dist", "webview");
         this.disposables.push(vscode.window.registerWebviewPanelSerializer(statsViewType, {
@@ -87,17 +86,13 @@ export class StatsPanelManager implements vscode.Disposable {
         return this.controller.engineReadyAt;
     }
 
+    /** Saves through the same dialog as "Export Stats…"; a cancelled or failed save answers the panel with an error notice. */
     private async exportToFile(format: ExportFormat): Promise<ExportResultParams> {
-        const exported = renderExport(this.controller.stats.snapshot(), format);
-        const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(this.context.globalStorageUri.fsPath);
-        const target = await vscode.window.showSaveDialog({
-            defaultUri: vscode.Uri.joinPath(base, exported.fileName),
-            filters: format === "json" ? {JSON: ["json"]} : {CSV: ["csv"]}
-        });
-        if (target === undefined)
-            throw new Error("export cancelled");
-        await fs.writeFile(target.fsPath, exported.content);
-        this.log.info(`Stats exported to ${target.fsPath}`);
-        return {format, fileName: exported.fileName, mimeType: exported.mimeType, savedTo: target.fsPath};
+        const outcome = await saveStatsExport(this.controller.stats.snapshot(), format, this.log);
+        if (outcome.kind === "cancelled")
+            throw new Error("cancelled");
+        if (outcome.kind === "failed")
+            throw new Error(outcome.message);
+        return outcome.result;
     }
 }

@@ -1,5 +1,6 @@
 import * as vscode from "vscode";
 import type {StatsDelta} from "../../protocol/statsView.js";
+import {formatDuration, formatTokensPerS} from "../../common/format.js";
 import type {EngineController} from "./engineController.js";
 
 type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number};
@@ -63,12 +64,12 @@ export class EngineStatusBar implements vscode.Disposable {
             this.item.hide();
             return;
         }
-        let text = `$(pulse) ${tokensPerS.toFixed(1)} tok/s · ${running} running`;
+        let text = `$(pulse) ${formatTokensPerS(tokensPerS)} · ${running} running`;
         let background: vscode.ThemeColor | undefined;
         if (state === "loading")
             text = "$(loading~spin) loading model…";
         else if (state === "stalled") {
-            text = `$(warning) stalled ${(msSinceLastStep / 1000).toFixed(1)} s · ${running} running`;
+            text = `$(warning) stalled ${formatDuration(msSinceLastStep)} · ${running} running`;
             background = new vscode.ThemeColor("statusBarItem.warningBackground");
         } else if (state === "crashed") {
             text = "$(error) engine crashed";

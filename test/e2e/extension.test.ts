@@ -144,6 +144,10 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         assert.ok(await tileValue(frame, "median_itl_ms") > 0);
         for (const chart of ["throughput", "latency", "requests", "cache", "histograms", "timeline"])
             assert.ok(await drawnPixels(frame, chart) > 500, `chart ${chart} is drawn`);
+        // The README's screenshot comes from this one (CONTRIBUTING.md): no toast over the panel, no hover tooltip.
+        await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
+        await page.mouse.move(150, 500);
+        await page.waitForTimeout(500);
         const shot = await screenshot(page, "vscode-stats-panel");
         console.log(`screenshot: ${path.relative(repoRoot, shot)}`);
         // The status bar follows the engine: back to 0 running once the work is done.

@@ -8,9 +8,10 @@ import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
 import {statsSecretHeader} from "../../protocol/statsChannel.js";
 import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
-import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
-import type {RequestResult} from "../../extension/host/engineClient/requestHandle.js";
+import type {EngineStep} from "../../extension/host/engineClient/engineStep.js";
+import type {RequestResult} from "../../extension/host/engineClient/requestState.js";
 import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChannelServer.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
 const prompt = "Once upon a time there was a little robot";
@@ -22,7 +23,7 @@ async function startClient(options: EngineClientOptions): Promise<EngineClient> 
 }
 
 function assertOrdered(result: RequestResult): void {
-    const t = result.timings;
+    const t = result;
     const chain = [t.arrival, t.inputProcessed, t.queued, t.scheduled, t.firstToken, t.lastToken, t.finished];
     for (let i = 1; i < chain.length; i++) {
         assert.ok(chain[i] !== undefined, `timing ${i} missing`);
@@ -36,11 +37,13 @@ function assertOrdered(result: RequestResult): void {
 for (const mode of ["process", "inProcess"] as EngineMode[]) {
     describe(`engine (${mode})`, () => {
         let client: EngineClient;
-        const events: HostRequestEvent[] = [];
+        const steps: EngineStep[] = [];
+        const manager = new StatsManager({tickIntervalMs: 0});
 
         before(async () => {
             client = await startClient({mode, parallel: 4, statsIntervalMs: 200});
-            client.on("request", (event) => events.push(event));
+            client.observe({onOutputs: (step) => steps.push(step)});
+            client.observe(manager);
         });
         after(async () => {
             await client.stop();
@@ -73,21 +76,27 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.ok(chunks >= 1);
             assert.ok(result.promptTokens > 3);
             assertOrdered(result);
-            const kinds = events.filter((e) => e.id === handle.id).map((e) => e.kind);
-            assert.deepEqual(kinds.filter((k) => k !== "tokens"), ["arrival", "inputProcessed", "queued", "scheduled", "finished"]);
+            const mine = steps.filter((step) => step.iteration.updated.some((r) => r.id === handle.id));
+            assert.deepEqual(mine[0]!.iteration.arrived.map((r) => r.id), [handle.id], "the first step announces the arrival");
+            assert.equal(mine[0]!.scheduler, undefined, "an arrival is a host-side step");
+            assert.ok(mine.slice(1).every((step) => step.scheduler !== undefined), "the rest are engine steps with scheduler stats");
+            assert.equal(steps.filter((step) => step.iteration.finished.some((r) => r.id === handle.id)).length, 1, "finished once");
+            assert.equal(mine.at(-1)!.iteration.finished[0], mine[0]!.iteration.arrived[0], "one lifecycle object from arrival to finish");
         });
 
         test("8 concurrent requests on 4 sequences all complete with their exact token counts", async () => {
             const lengths = [5, 9, 13, 17, 21, 25, 29, 33];
-            const steps: number[] = [];
-            const onStep = (step: {running: number}) => steps.push(step.running);
-            client.on("step", onStep);
+            const running: number[] = [];
+            const unobserve = client.observe({onOutputs: (step) => {
+                if (step.scheduler !== undefined)
+                    running.push(step.scheduler.running);
+            }});
             const results = await Promise.all(lengths.map((maxTokens, i) =>
                 client.generate({prompt: `${prompt} number ${i}`, maxTokens, ignoreEos: true}).done));
-            client.off("step", onStep);
+            unobserve();
             assert.deepEqual(results.map((r) => r.generatedTokens), lengths);
             assert.ok(results.every((r) => r.reason === "length"));
-            assert.ok(Math.max(...steps) === 4, `at most 4 run at once and 4 did (saw ${Math.max(...steps)})`);
+            assert.ok(Math.max(...running) === 4, `at most 4 run at once and 4 did (saw ${Math.max(...running)})`);
         });
 
         test("cancel while queued and while running", async () => {
@@ -98,7 +107,7 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             const queuedResult = await queued.done;
             assert.equal(queuedResult.reason, "abort");
             assert.equal(queuedResult.generatedTokens, 0);
-            assert.equal(queuedResult.timings.scheduled, undefined, "never scheduled");
+            assert.equal(queuedResult.scheduled, undefined, "never scheduled");
             for (const blocker of blockers)
                 blocker.cancel();
             const blockerResults = await Promise.all(blockers.map((b) => b.done));
@@ -126,10 +135,13 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
         });
 
         test("the ledger accounts for every request", () => {
-            const ledger = client.ledger;
+            const ledger = manager.counters().requests;
             const ended = Object.values(ledger.byReason).reduce((a, b) => a + b, 0);
+            assert.equal(ledger.arrived, 18, "1 + 8 + 5 + 3 + 1 requests sent by the tests above");
+            assert.deepEqual(ledger.byReason, {stop: 0, length: 11, abort: 5, error: 2});
             assert.equal(ledger.arrived, ended + ledger.inFlight);
             assert.equal(ledger.inFlight, 0);
+            assert.equal(client.inFlightCount, 0);
         });
     });
 
@@ -143,8 +155,8 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
         });
 
         test("a higher-priority request preempts the running one, which still completes with all its tokens", async () => {
-            const events: HostRequestEvent[] = [];
-            client.on("request", (event) => events.push(event));
+            const steps: EngineStep[] = [];
+            client.observe({onOutputs: (step) => steps.push(step)});
             const low = client.generate({prompt, maxTokens: 300, ignoreEos: true, priority: 0});
             await new Promise<void>((resolve) => low.onChunk(() => resolve()));
             const high = client.generate({prompt: "High priority", maxTokens: 10, ignoreEos: true, priority: 5});
@@ -153,9 +165,9 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.equal(lowResult.reason, "length");
             assert.equal(lowResult.generatedTokens, 300, "recomputed after preemption and completed");
             assert.equal(lowResult.tokenTimes.length, 300);
-            assert.ok(lowResult.preemptions >= 1);
-            assert.ok(events.some((e) => e.kind === "preempted" && e.id === low.id));
-            assert.ok(highResult.timings.finished < lowResult.timings.finished, "high finished first");
+            assert.ok(lowResult.preemptions.length >= 1);
+            assert.ok(steps.some((step) => step.iteration.preemptions > 0 && step.iteration.updated.some((r) => r.id === low.id)));
+            assert.ok(highResult.finished < lowResult.finished, "high finished first");
         });
 
         test("equal priority never preempts", async () => {
@@ -163,8 +175,8 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             await new Promise<void>((resolve) => a.onChunk(() => resolve()));
             const b = client.generate({prompt, maxTokens: 5, ignoreEos: true, priority: 1});
             const [ra, rb] = await Promise.all([a.done, b.done]);
-            assert.equal(ra.preemptions, 0);
-            assert.ok(rb.timings.scheduled! >= ra.timings.finished - 1, "b waited for a");
+            assert.equal(ra.preemptions.length, 0);
+            assert.ok(rb.scheduled! >= ra.finished - 1, "b waited for a");
         });
     });
 
@@ -179,7 +191,7 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
 
         test("snapshots keep coming while the engine's main thread is blocked for 5 s", async () => {
             const snapshots: ReceivedSnapshot[] = [];
-            client.on("stats", (s) => snapshots.push(s));
+            client.observe({onStatsSnapshot: (s) => snapshots.push(s)});
             const warm = await client.generate({prompt, maxTokens: 4, ignoreEos: true}).done;
             assert.equal(warm.generatedTokens, 4);
             const blockStart = Date.now();

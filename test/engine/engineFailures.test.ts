@@ -13,6 +13,7 @@ import {bundledEntryPath} from "../../engine/bundlePaths.js";
 import {engineOptionsEnv} from "../../protocol/engineOptionsTransfer.js";
 import {parseEngineToHost, type EngineToHost} from "../../protocol/engineMessages.js";
 import {statsSecretHeader} from "../../protocol/statsChannel.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {EngineClient, EngineLoadError, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
@@ -135,7 +136,12 @@ describe("stats channel: malformed and oversized frames", () => {
         ws.send("x".repeat(64 * 1024));
         assert.equal(await closed, 1009, "oversized frame closes that connection (message too big)");
         assert.ok(client.statsRejectedCount >= before + 4);
-        const next = await new Promise((resolve) => client.once("stats", resolve));
+        const next = await new Promise((resolve) => {
+            const unobserve = client.observe({onStatsSnapshot: (snapshot) => {
+                unobserve();
+                resolve(snapshot);
+            }});
+        });
         assert.ok(next, "the engine's own snapshots still arrive");
     });
 });
@@ -143,6 +149,8 @@ describe("stats channel: malformed and oversized frames", () => {
 describe("engine process killed mid-stream", () => {
     test("every in-flight request ends as failed within 1 s, then restart serves again", async () => {
         const client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, parallel: 2, statsIntervalMs: 0});
+        const manager = new StatsManager({tickIntervalMs: 0});
+        client.observe(manager);
         await client.start();
         try {
             const running = [client.generate({prompt, maxTokens: 2000, ignoreEos: true}), client.generate({prompt, maxTokens: 2000, ignoreEos: true})];
@@ -158,15 +166,17 @@ describe("engine process killed mid-stream", () => {
                 assert.match(result.error!, /engine exited \(signal SIGKILL\)/);
             }
             assert.equal(client.state, "crashed");
-            const ledger = client.ledger;
+            const ledger = manager.counters().requests;
             assert.equal(ledger.arrived, 3);
             assert.equal(ledger.byReason.error, 3);
             assert.equal(ledger.inFlight, 0);
+            assert.equal(manager.state, "crashed");
 
             await client.restart();
             const again = await client.generate({prompt, maxTokens: 4, ignoreEos: true}).done;
             assert.equal(again.generatedTokens, 4);
-            assert.equal(client.ledger.arrived, 4);
+            assert.equal(manager.counters().requests.arrived, 4);
+            assert.equal(manager.counters().requests.completed, 1);
         } finally {
             await client.stop();
         }

@@ -95,10 +95,11 @@ describe("inference-monitor bench", () => {
         try {
             const bench = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "1", "--prometheus-port", String(busy.port)]);
             assert.equal(bench.code, 1);
-            assert.match(bench.stderr, new RegExp(`port ${busy.port} is already in use`));
+            const inUse = `port ${busy.port} on 127\\.0\\.0\\.1 is already in use`;
+            assert.match(bench.stderr, new RegExp(`Prometheus ${inUse} \\(pick another --prometheus-port, or 0 for none\\)`));
             const demo = await runCli(["demo", "--model", await tinyModelPath(), "--port", String(busy.port), "--duration", "1"]);
             assert.equal(demo.code, 1);
-            assert.match(demo.stderr, new RegExp(`port ${busy.port} is already in use`));
+            assert.match(demo.stderr, new RegExp(`Dashboard ${inUse} \\(pick another --port, or 0 for a free one\\)`));
         } finally {
             busy.close();
         }

@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
@@ -16,7 +15,7 @@ describe("StatsManager on a real engine", () => {
     test("a 5 s block of the engine's main thread shows as stalled within 1.5 s, and busy/idle after", async () => {
         const manager = new StatsManager({stallThresholdMs: 1000, tickIntervalMs: 100});
         const client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, statsIntervalMs: 250, allowDebugRequests: true});
-        const detach = attachToEngineClient(manager, client);
+        const detach = client.observe(manager);
         try {
             await client.start();
             await client.generate({prompt, maxTokens: 4, ignoreEos: true}).done;
@@ -44,14 +43,14 @@ describe("StatsManager on a real engine", () => {
     test("the ledger balances at every event across a SIGKILL and a restart", async () => {
         const manager = new StatsManager({tickIntervalMs: 0});
         const client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, parallel: 2, statsIntervalMs: 0});
-        const detach = attachToEngineClient(manager, client);
+        const detach = client.observe(manager);
         const violations: string[] = [];
         const check = () => {
             const r = manager.snapshot().counters.requests;
             if (r.arrived !== r.completed + r.failed + r.aborted + r.inFlight)
                 violations.push(JSON.stringify(r));
         };
-        client.on("request", check);
+        client.observe({onOutputs: check});
         try {
             await client.start();
             await Promise.all([1, 2, 3].map(() => client.generate({prompt, maxTokens: 5, ignoreEos: true}).done));

@@ -7,13 +7,14 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {register as globalRegistry} from "prom-client";
 import type {FinishReason, StepStats} from "../../protocol/engineMessages.js";
-import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
+import {emptyIteration, type IterationStats} from "../../extension/host/engineClient/engineStep.js";
 import {LoggingStatLogger} from "../../extension/host/stats/loggers/loggingStatLogger.js";
-import {PrometheusPortInUseError} from "../../extension/host/stats/loggers/metricsHttpServer.js";
+import {PortInUseError} from "../../extension/host/net/listen.js";
 import {PrometheusStatLogger} from "../../extension/host/stats/loggers/prometheusStatLogger.js";
 import type {EngineGaugeValues} from "../../extension/host/stats/loggers/statLogger.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
+import {StepFeeder, type HostEvent} from "../helpers/stepFeeder.js";
 
 /** What parse-prometheus-text-format returns (it ships no types). */
 type PromSample = {value?: string, labels?: Record<string, string>, buckets?: Record<string, string>, count?: string, sum?: string};
@@ -51,9 +52,13 @@ function gauges(overrides: Partial<EngineGaugeValues>): EngineGaugeValues {
     return {state: "idle", running: 0, waiting: 0, kvCacheUsage: 0, vramUsedBytes: 0, vramTotalBytes: 0, msSinceLastStep: 0, ...overrides};
 }
 
+/** What one step did: tokens only (the log line counts those). */
+const tokens = (t: number, promptTokens: number, generationTokens: number): IterationStats =>
+    ({...emptyIteration(t), promptTokens, generationTokens});
+
 const step = (t: number, overrides: Partial<StepStats>): StepStats =>
     ({t, running: 0, waiting: 0, stepTokens: 0, kvUsedTokens: 0, kvCapacityTokens: 2048, ...overrides});
-const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number): HostRequestEvent =>
+const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number): HostEvent =>
     ({kind: "finished", id, t, reason, promptTokens, generatedTokens, receivedAt: t});
 
 describe("LoggingStatLogger", () => {
@@ -63,23 +68,22 @@ describe("LoggingStatLogger", () => {
     test("vLLM's line, exactly, once per interval", () => {
         const lines: string[] = [];
         const logger = new LoggingStatLogger({write: (line) => lines.push(line), now: () => T0});
-        logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 2048});
-        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 2, waiting: 1, kvCacheUsage: 0.25})});
-        logger.record({type: "tokens", t: T0 + 1, requestId: "a", promptTokens: 100, generationTokens: 1, ttftS: 0.1, itlS: []});
-        logger.record({type: "tokens", t: T0 + 2, requestId: "a", promptTokens: 0, generationTokens: 249, itlS: [0.01]});
-        logger.log(T0 + 9_999);
+        const busy = gauges({state: "busy", running: 2, waiting: 1, kvCacheUsage: 0.25});
+        logger.recordEngine(engineInfo(), 2048);
+        logger.record(undefined, tokens(T0 + 1, 100, 1));
+        logger.record(undefined, tokens(T0 + 2, 0, 249));
+        logger.log(T0 + 9_999, busy);
         assert.deepEqual(lines, []);
-        logger.log(T0 + 10_000);
+        logger.log(T0 + 10_000, busy);
         assert.deepEqual(lines, [gpuLine]);
     });
 
     test("says `KV cache usage` on the CPU backend and numbers the engine", () => {
         const lines: string[] = [];
         const logger = new LoggingStatLogger({write: (line) => lines.push(line), logIntervalS: 5, engineIndex: 1, now: () => T0});
-        logger.record({type: "engine", t: T0, info: engineInfo({backend: "cpu"}), maxModelLen: 2048});
-        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 1, kvCacheUsage: 0.125})});
-        logger.record({type: "tokens", t: T0 + 1, requestId: "a", promptTokens: 7, generationTokens: 3, ttftS: 0.1, itlS: []});
-        logger.log(T0 + 5_000);
+        logger.recordEngine(engineInfo({backend: "cpu"}), 2048);
+        logger.record(undefined, tokens(T0 + 1, 7, 3));
+        logger.log(T0 + 5_000, gauges({state: "busy", running: 1, kvCacheUsage: 0.125}));
         assert.deepEqual(lines, ["Engine 001: Avg prompt throughput: 1.4 tokens/s, Avg generation throughput: 0.6 tokens/s, " +
             "Running: 1 reqs, Waiting: 0 reqs, KV cache usage: 12.5%"]);
     });
@@ -87,23 +91,22 @@ describe("LoggingStatLogger", () => {
     test("quiet when idle, but reports the interval in which activity stopped", () => {
         const lines: string[] = [];
         const logger = new LoggingStatLogger({write: (line) => lines.push(line), now: () => T0});
-        logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 2048});
-        logger.log(T0 + 10_000); // idle from the start: nothing
+        const idle = gauges({state: "idle"});
+        logger.recordEngine(engineInfo(), 2048);
+        logger.log(T0 + 10_000, idle); // idle from the start: nothing
         assert.equal(lines.length, 0);
-        logger.record({type: "gauges", t: T0, gauges: gauges({state: "busy", running: 1})});
-        logger.record({type: "tokens", t: T0 + 10_001, requestId: "a", promptTokens: 20, generationTokens: 30, ttftS: 0.1, itlS: []});
-        logger.record({type: "gauges", t: T0 + 15_000, gauges: gauges({state: "idle"})});
-        logger.log(T0 + 20_000);
-        logger.log(T0 + 30_000); // the interval after activity stopped: one more line, all zeros
-        logger.log(T0 + 40_000); // then quiet
-        logger.log(T0 + 50_000);
+        logger.log(T0 + 10_001, gauges({state: "busy", running: 1}));
+        logger.record(undefined, tokens(T0 + 10_001, 20, 30));
+        logger.log(T0 + 20_000, idle);
+        logger.log(T0 + 30_000, idle); // the interval after activity stopped: one more line, all zeros
+        logger.log(T0 + 40_000, idle); // then quiet
+        logger.log(T0 + 50_000, idle);
         assert.deepEqual(lines, [
             "Engine 000: Avg prompt throughput: 2.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%",
             "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%"
         ]);
         // a stalled engine (requests running, no tokens) is not idle: it keeps logging
-        logger.record({type: "gauges", t: T0 + 50_001, gauges: gauges({state: "stalled", running: 2, waiting: 1})});
-        logger.log(T0 + 60_000);
+        logger.log(T0 + 60_000, gauges({state: "stalled", running: 2, waiting: 1}));
         assert.equal(lines.length, 3);
         assert.equal(lines[2], "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 0.0%");
     });
@@ -113,18 +116,19 @@ describe("LoggingStatLogger", () => {
         const lines: string[] = [];
         const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0,
             loggers: [new LoggingStatLogger({write: (line) => lines.push(line), now: () => clock.now})]});
+        const feed = new StepFeeder(manager);
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent({kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 1000});
-        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0, promptTokens: 40, receivedAt: T0});
-        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        feed.send({kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 1000});
+        feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 40, receivedAt: T0});
+        feed.send({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
         for (let t = T0 + 250; t <= T0 + 20_000; t += 250) {
             clock.now = t;
             if (t <= T0 + 15_000) {
-                manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [t - 100, t - 50], receivedAt: t});
-                manager.onStep(step(t, {running: 1, stepTokens: 2, kvUsedTokens: 1024}));
+                feed.send({kind: "tokens", id: "a", text: "", times: [t - 100, t - 50], receivedAt: t});
+                feed.step(step(t, {running: 1, stepTokens: 2, kvUsedTokens: 1024}));
             } else if (t === T0 + 15_250) {
-                manager.onRequestEvent(finished("a", t, "length", 40, 120));
-                manager.onStep(step(t, {running: 0, stepTokens: 0}));
+                feed.send(finished("a", t, "length", 40, 120));
+                feed.step(step(t, {running: 0, stepTokens: 0}));
             }
             manager.tick();
         }
@@ -145,9 +149,10 @@ describe("PrometheusStatLogger", () => {
         const clock = {now: T0};
         prometheus = await PrometheusStatLogger.start({port: 0});
         const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0, loggers: [prometheus]});
-        const feed = (t: number, event: HostRequestEvent): void => {
+        const feeder = new StepFeeder(manager);
+        const feed = (t: number, event: HostEvent): void => {
             clock.now = t;
-            manager.onRequestEvent(event);
+            feeder.send(event);
         };
         manager.onEngineReady(engineInfo());
         // a: 10 prompt tokens, 3 generated, finished by length
@@ -171,8 +176,8 @@ describe("PrometheusStatLogger", () => {
         feed(T0 + 3, {kind: "inputProcessed", id: "c", t: T0 + 3, promptTokens: 4, receivedAt: T0 + 3});
         feed(T0 + 3, {kind: "queued", id: "c", t: T0 + 3, receivedAt: T0 + 3});
         feed(T0 + 3000, finished("c", T0 + 3000, "error", 4, 0));
-        manager.onStep(step(T0 + 3000, {stepTokens: 12}));
-        manager.onStep(step(T0 + 3001, {stepTokens: 2, running: 1, waiting: 2, kvUsedTokens: 512}));
+        feeder.step(step(T0 + 3000, {stepTokens: 12}));
+        feeder.step(step(T0 + 3001, {stepTokens: 2, running: 1, waiting: 2, kvUsedTokens: 512}));
         manager.onRejected({source: "engine", reason: "bad"});
         manager.onRejected({source: "stats", reason: "bad"});
         manager.onRejected({source: "stats", reason: "bad"});
@@ -320,9 +325,9 @@ describe("PrometheusStatLogger", () => {
 
     test("a port in use is a clear, named error", async () => {
         await assert.rejects(PrometheusStatLogger.start({port: prometheus.port!}), (error: unknown) => {
-            assert.ok(error instanceof PrometheusPortInUseError);
-            assert.equal(error.name, "PrometheusPortInUseError");
-            assert.equal(error.message, `Prometheus port ${prometheus.port} is already in use`);
+            assert.ok(error instanceof PortInUseError);
+            assert.equal(error.name, "PortInUseError");
+            assert.equal(error.message, `Prometheus port ${prometheus.port} on 127.0.0.1 is already in use`);
             return true;
         });
     });
@@ -331,13 +336,15 @@ describe("PrometheusStatLogger", () => {
         const logger = await PrometheusStatLogger.start({serve: false});
         try {
             assert.equal(logger.port, undefined);
-            logger.record({type: "finished", t: T0, request: {id: "x", reason: "error", e2eS: 0.1, promptTokens: 0, generationTokens: 0, maxTokens: 8}});
+            const early = new StepFeeder({onOutputs: (step) => logger.record(step.scheduler, step.iteration)});
+            early.send({kind: "arrival", id: "x", t: T0, priority: 0, maxTokens: 8});
+            early.send(finished("x", T0 + 100, "error", 0, 0));
             let parsed = indexFamilies(await logger.metricsText());
             assert.equal(parsed.has("vllm:request_prompt_tokens"), false);
             assert.deepEqual(parsed.get("vllm:request_success_total")!.metrics.find((s) => s.labels?.finished_reason === "error"),
                 {value: "1", labels: {model_name: "unknown", engine: "0", finished_reason: "error"}});
-            logger.record({type: "engine", t: T0, info: engineInfo(), maxModelLen: 100});
-            logger.record({type: "gauges", t: T0, gauges: gauges({running: 3})});
+            logger.recordEngine(engineInfo(), 100);
+            logger.log(T0, gauges({running: 3}));
             const text = await logger.metricsText();
             parsed = indexFamilies(text);
             const prompt = parsed.get("vllm:request_prompt_tokens")!.metrics[0]!.buckets!;

@@ -7,16 +7,16 @@ import assert from "node:assert/strict";
 import {describe, mock, test} from "node:test";
 import type {FinishReason, StepStats} from "../../protocol/engineMessages.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import type {HostRequestEvent} from "../../extension/host/engineClient/hostRequestEvents.js";
 import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChannelServer.js";
-import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
-import type {StatLogger, StatUpdate} from "../../extension/host/stats/loggers/statLogger.js";
+import type {IterationStats, SchedulerStats} from "../../extension/host/engineClient/engineStep.js";
+import type {EngineGaugeValues, StatLogger} from "../../extension/host/stats/loggers/statLogger.js";
 import {MetricStore} from "../../extension/host/stats/metricStore.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
 import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
 import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
+import {StepFeeder, type HostEvent} from "../helpers/stepFeeder.js";
 
 const T0 = 1_700_000_000_000;
 
@@ -27,10 +27,10 @@ const lengthBounds2048 = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000];
 
 
 /** A StatsManager on a fake clock, no timer (tests call tick()). */
-function setup(options: StatsManagerOptions = {}): {manager: StatsManager, clock: {now: number}, at: (t: number) => void} {
+function setup(options: StatsManagerOptions = {}): {manager: StatsManager, feed: StepFeeder, clock: {now: number}, at: (t: number) => void} {
     const clock = {now: T0};
     const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0, ...options});
-    return {manager, clock, at: (t: number) => {
+    return {manager, feed: new StepFeeder(manager), clock, at: (t: number) => {
         clock.now = t;
     }};
 }
@@ -55,8 +55,8 @@ function snapshotMsg(overrides: Partial<ReceivedSnapshot> = {}): ReceivedSnapsho
     };
 }
 
-const arrival = (id: string, t: number, maxTokens = 16): HostRequestEvent => ({kind: "arrival", id, t, priority: 0, maxTokens});
-const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, receivedAt = t): HostRequestEvent =>
+const arrival = (id: string, t: number, maxTokens = 16): HostEvent => ({kind: "arrival", id, t, priority: 0, maxTokens});
+const finished = (id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, receivedAt = t): HostEvent =>
     ({kind: "finished", id, t, reason, promptTokens, generatedTokens, receivedAt});
 
 /** arrived = completed + failed + aborted + inFlight, and the same as the counts by reason. */
@@ -72,25 +72,25 @@ function assertLedger(manager: StatsManager): void {
 
 describe("per-request metrics (vLLM V1 definitions)", () => {
     test("TTFT, ITL, TPOT, e2e, queue, prefill, decode, inference, lengths and counters, exactly", () => {
-        const {manager, at} = setup();
+        const {manager, feed, at} = setup();
         manager.onEngineReady(engineInfo());
         at(T0);
-        manager.onRequestEvent(arrival("a", T0, 16));
+        feed.send(arrival("a", T0, 16));
         at(T0 + 6);
-        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0 + 5, promptTokens: 10, receivedAt: T0 + 6});
-        manager.onRequestEvent({kind: "queued", id: "a", t: T0 + 6, receivedAt: T0 + 6});
+        feed.send({kind: "inputProcessed", id: "a", t: T0 + 5, promptTokens: 10, receivedAt: T0 + 6});
+        feed.send({kind: "queued", id: "a", t: T0 + 6, receivedAt: T0 + 6});
         at(T0 + 107);
-        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0 + 106, receivedAt: T0 + 107});
+        feed.send({kind: "scheduled", id: "a", t: T0 + 106, receivedAt: T0 + 107});
         at(T0 + 310);
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "x", times: [T0 + 306], receivedAt: T0 + 310});
+        feed.send({kind: "tokens", id: "a", text: "x", times: [T0 + 306], receivedAt: T0 + 310});
         // prompt tokens count once the prefill is done (first tokens), as vLLM counts them
         assert.equal(manager.counters().promptTokens, 10);
         at(T0 + 430);
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "yz", times: [T0 + 356, T0 + 426], receivedAt: T0 + 430});
+        feed.send({kind: "tokens", id: "a", text: "yz", times: [T0 + 356, T0 + 426], receivedAt: T0 + 430});
         at(T0 + 508);
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "w", times: [T0 + 506], receivedAt: T0 + 508});
+        feed.send({kind: "tokens", id: "a", text: "w", times: [T0 + 506], receivedAt: T0 + 508});
         at(T0 + 510);
-        manager.onRequestEvent(finished("a", T0 + 507, "length", 10, 4, T0 + 510));
+        feed.send(finished("a", T0 + 507, "length", 10, 4, T0 + 510));
 
         const snapshot = manager.snapshot();
         const record = snapshot.requests[0]!;
@@ -133,22 +133,22 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
     });
 
     test("preemptions keep the first scheduled time; intervals without both ends are not recorded", () => {
-        const {manager, at} = setup();
+        const {manager, feed, at} = setup();
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent(arrival("p", T0));
-        manager.onRequestEvent({kind: "inputProcessed", id: "p", t: T0 + 1, promptTokens: 3, receivedAt: T0 + 1});
-        manager.onRequestEvent({kind: "queued", id: "p", t: T0 + 2, receivedAt: T0 + 2});
-        manager.onRequestEvent({kind: "scheduled", id: "p", t: T0 + 102, receivedAt: T0 + 102});
-        manager.onRequestEvent({kind: "tokens", id: "p", text: "a", times: [T0 + 202], receivedAt: T0 + 203});
-        manager.onRequestEvent({kind: "preempted", id: "p", t: T0 + 250, receivedAt: T0 + 250});
-        manager.onRequestEvent({kind: "scheduled", id: "p", t: T0 + 700, receivedAt: T0 + 700});
-        manager.onRequestEvent({kind: "tokens", id: "p", text: "b", times: [T0 + 802], receivedAt: T0 + 803});
+        feed.send(arrival("p", T0));
+        feed.send({kind: "inputProcessed", id: "p", t: T0 + 1, promptTokens: 3, receivedAt: T0 + 1});
+        feed.send({kind: "queued", id: "p", t: T0 + 2, receivedAt: T0 + 2});
+        feed.send({kind: "scheduled", id: "p", t: T0 + 102, receivedAt: T0 + 102});
+        feed.send({kind: "tokens", id: "p", text: "a", times: [T0 + 202], receivedAt: T0 + 203});
+        feed.send({kind: "preempted", id: "p", t: T0 + 250, receivedAt: T0 + 250});
+        feed.send({kind: "scheduled", id: "p", t: T0 + 700, receivedAt: T0 + 700});
+        feed.send({kind: "tokens", id: "p", text: "b", times: [T0 + 802], receivedAt: T0 + 803});
         at(T0 + 900);
-        manager.onRequestEvent(finished("p", T0 + 803, "stop", 3, 2, T0 + 900));
+        feed.send(finished("p", T0 + 803, "stop", 3, 2, T0 + 900));
         // an aborted request that never left the queue: only e2e (and lengths) are recorded
-        manager.onRequestEvent(arrival("q", T0 + 100));
-        manager.onRequestEvent({kind: "queued", id: "q", t: T0 + 101, receivedAt: T0 + 101});
-        manager.onRequestEvent(finished("q", T0 + 400, "abort", 5, 0, T0 + 400));
+        feed.send(arrival("q", T0 + 100));
+        feed.send({kind: "queued", id: "q", t: T0 + 101, receivedAt: T0 + 101});
+        feed.send(finished("q", T0 + 400, "abort", 5, 0, T0 + 400));
 
         const [p, q] = manager.snapshot().requests;
         assert.deepEqual(p!.preemptions, [T0 + 250]);
@@ -166,17 +166,17 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
     });
 
     test("p50/p90/p99 are exact over the window, and values age out of it", () => {
-        const {manager, at} = setup({percentileWindowMs: 60_000});
+        const {manager, feed, at} = setup({percentileWindowMs: 60_000});
         manager.onEngineReady(engineInfo());
         // prompt lengths 1..101 → numpy percentiles 51, 91, 100 exactly
         for (let i = 1; i <= 101; i++) {
-            manager.onRequestEvent(arrival(`r${i}`, T0));
-            manager.onRequestEvent(finished(`r${i}`, T0, "stop", i, 0));
+            feed.send(arrival(`r${i}`, T0));
+            feed.send(finished(`r${i}`, T0, "stop", i, 0));
         }
         assert.deepEqual(manager.snapshot().percentiles.promptTokens, {count: 101, mean: 51, p50: 51, p90: 91, p99: 100, max: 101});
         // interpolated: ITL 10, 20, 30, 40, 50 ms
-        manager.onRequestEvent(arrival("i", T0));
-        manager.onRequestEvent({kind: "tokens", id: "i", text: "", times: [T0, T0 + 10, T0 + 30, T0 + 60, T0 + 100, T0 + 150], receivedAt: T0});
+        feed.send(arrival("i", T0));
+        feed.send({kind: "tokens", id: "i", text: "", times: [T0, T0 + 10, T0 + 30, T0 + 60, T0 + 100, T0 + 150], receivedAt: T0});
         const itl = manager.snapshot().percentiles.itl;
         assert.equal(itl.count, 5);
         assert.equal(itl.p50, 0.03);
@@ -189,18 +189,18 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
     });
 
     test("percentile windows are bounded by maxWindowValues", () => {
-        const {manager} = setup({maxWindowValues: 10});
+        const {manager, feed} = setup({maxWindowValues: 10});
         for (let i = 1; i <= 25; i++) {
-            manager.onRequestEvent(arrival(`r${i}`, T0));
-            manager.onRequestEvent(finished(`r${i}`, T0 + 1, "stop", i, 0));
+            feed.send(arrival(`r${i}`, T0));
+            feed.send(finished(`r${i}`, T0 + 1, "stop", i, 0));
         }
         assert.deepEqual(manager.windowValues("promptTokens"), [16, 17, 18, 19, 20, 21, 22, 23, 24, 25]);
     });
 
     test("length histograms observed before the engine is ready are replayed into its buckets", () => {
-        const {manager} = setup();
-        manager.onRequestEvent(arrival("early", T0));
-        manager.onRequestEvent(finished("early", T0, "error", 0, 0));
+        const {manager, feed} = setup();
+        feed.send(arrival("early", T0));
+        feed.send(finished("early", T0, "error", 0, 0));
         assert.deepEqual(manager.snapshot().histograms.promptTokens, {bounds: [], counts: [1], sum: 0, count: 1});
         manager.onEngineReady(engineInfo({contextSize: 100}));
         assert.deepEqual(manager.snapshot().histograms.promptTokens,
@@ -210,23 +210,23 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
 
 describe("gauges, throughput and time series", () => {
     test("throughput over the sliding window and time-series points on the fake clock", () => {
-        const {manager, at} = setup({sampleIntervalMs: 1000, throughputWindowMs: 5000});
+        const {manager, feed, at} = setup({sampleIntervalMs: 1000, throughputWindowMs: 5000});
         manager.onEngineReady(engineInfo());
         at(T0 + 500);
-        manager.onRequestEvent(arrival("a", T0 + 400));
-        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0 + 450, promptTokens: 10, receivedAt: T0 + 450});
+        feed.send(arrival("a", T0 + 400));
+        feed.send({kind: "inputProcessed", id: "a", t: T0 + 450, promptTokens: 10, receivedAt: T0 + 450});
         at(T0 + 800);
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 700, T0 + 780], receivedAt: T0 + 800});
-        manager.onStep(step({t: T0 + 800, running: 1, waiting: 2, stepTokens: 12, kvUsedTokens: 512}));
+        feed.send({kind: "tokens", id: "a", text: "", times: [T0 + 700, T0 + 780], receivedAt: T0 + 800});
+        feed.step(step({t: T0 + 800, running: 1, waiting: 2, stepTokens: 12, kvUsedTokens: 512}));
         at(T0 + 999);
         manager.tick();
         assert.equal(manager.snapshot().timeSeries.length, 0, "no sample before the first interval");
         at(T0 + 1000);
         manager.tick();
         at(T0 + 2000);
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 1900, T0 + 1950, T0 + 2000], receivedAt: T0 + 2000});
-        manager.onRequestEvent(finished("a", T0 + 2000, "stop", 10, 5, T0 + 2000));
-        manager.onStep(step({t: T0 + 2000, running: 0, waiting: 0, stepTokens: 3, kvUsedTokens: 0}));
+        feed.send({kind: "tokens", id: "a", text: "", times: [T0 + 1900, T0 + 1950, T0 + 2000], receivedAt: T0 + 2000});
+        feed.send(finished("a", T0 + 2000, "stop", 10, 5, T0 + 2000));
+        feed.step(step({t: T0 + 2000, running: 0, waiting: 0, stepTokens: 3, kvUsedTokens: 0}));
         manager.tick();
         at(T0 + 6000);
         manager.tick(); // window (T0+1000, T0+6000]: only the 3 tokens at T0+2000
@@ -250,11 +250,11 @@ describe("gauges, throughput and time series", () => {
     });
 
     test("KV-cache usage, VRAM and queue gauges follow the newest of steps and snapshots", () => {
-        const {manager, at} = setup();
+        const {manager, feed, at} = setup();
         manager.onEngineReady(engineInfo());
         assert.equal(manager.gauges().vramUsedBytes, 1e9);
         at(T0 + 100);
-        manager.onStep(step({t: T0 + 100, running: 3, waiting: 1, stepTokens: 3, kvUsedTokens: 1536}));
+        feed.step(step({t: T0 + 100, running: 3, waiting: 1, stepTokens: 3, kvUsedTokens: 1536}));
         assert.equal(manager.gauges().kvCacheUsage, 0.75);
         // an older snapshot (taken before that step) does not override the queues
         manager.onStatsSnapshot(snapshotMsg({t: T0 + 50, running: 1, waiting: 0, kvUsedTokens: 10, vramUsedBytes: 2e9, vramTotalBytes: 8e9}));
@@ -280,9 +280,9 @@ function quantileOf(values: number[], q: number): number {
 
 describe("the request ledger", () => {
     test("arrived = completed + failed + aborted + in flight after every event, across a crash and a restart", () => {
-        const {manager, at} = setup();
-        const feed = (event: HostRequestEvent): void => {
-            manager.onRequestEvent(event);
+        const {manager, feed, at} = setup();
+        const push = (event: HostEvent): void => {
+            feed.send(event);
             assertLedger(manager);
         };
         manager.onEngineState("loading");
@@ -291,32 +291,33 @@ describe("the request ledger", () => {
         manager.onEngineState("ready");
         assert.equal(manager.state, "idle");
         for (const id of ["a", "b", "c", "d"]) {
-            feed(arrival(id, T0));
-            feed({kind: "inputProcessed", id, t: T0 + 1, promptTokens: 4, receivedAt: T0 + 1});
-            feed({kind: "queued", id, t: T0 + 1, receivedAt: T0 + 1});
+            push(arrival(id, T0));
+            push({kind: "inputProcessed", id, t: T0 + 1, promptTokens: 4, receivedAt: T0 + 1});
+            push({kind: "queued", id, t: T0 + 1, receivedAt: T0 + 1});
         }
         assert.equal(manager.state, "busy", "requests in flight");
-        feed({kind: "scheduled", id: "a", t: T0 + 2, receivedAt: T0 + 2});
-        feed({kind: "tokens", id: "a", text: "t", times: [T0 + 3], receivedAt: T0 + 3});
-        feed(finished("a", T0 + 4, "stop", 4, 1));
-        feed(finished("b", T0 + 5, "abort", 4, 0));
-        feed({kind: "scheduled", id: "c", t: T0 + 6, receivedAt: T0 + 6});
-        feed({kind: "tokens", id: "c", text: "t", times: [T0 + 7, T0 + 8], receivedAt: T0 + 9});
+        push({kind: "scheduled", id: "a", t: T0 + 2, receivedAt: T0 + 2});
+        push({kind: "tokens", id: "a", text: "t", times: [T0 + 3], receivedAt: T0 + 3});
+        push(finished("a", T0 + 4, "stop", 4, 1));
+        push(finished("b", T0 + 5, "abort", 4, 0));
+        push({kind: "scheduled", id: "c", t: T0 + 6, receivedAt: T0 + 6});
+        push({kind: "tokens", id: "c", text: "t", times: [T0 + 7, T0 + 8], receivedAt: T0 + 9});
         // the engine dies: EngineClient ends c and d with `error` (receivedAt = t), then reports the exit
         at(T0 + 50);
-        feed(finished("c", T0 + 50, "error", 4, 2));
-        feed(finished("d", T0 + 50, "error", 4, 0));
+        push(finished("c", T0 + 50, "error", 4, 2));
+        push(finished("d", T0 + 50, "error", 4, 0));
         manager.onEngineExit({code: null, signal: "SIGKILL", description: "signal SIGKILL"});
         assertLedger(manager);
         manager.onEngineState("crashed");
         assert.equal(manager.state, "crashed");
-        // late or duplicated events for requests already ended are ignored, never double counted
-        feed(finished("c", T0 + 51, "stop", 4, 3));
-        feed({kind: "tokens", id: "d", text: "late", times: [T0 + 52], receivedAt: T0 + 52});
+        // late or duplicated events for requests already ended are refused by the client, never double counted
+        push(finished("c", T0 + 51, "stop", 4, 3));
+        push({kind: "tokens", id: "d", text: "late", times: [T0 + 52], receivedAt: T0 + 52});
         let counters = manager.counters();
         assert.deepEqual(counters.requests, {arrived: 4, inFlight: 0, completed: 1, failed: 2, aborted: 1,
             byReason: {stop: 1, length: 0, abort: 1, error: 2}});
-        assert.equal(counters.ignoredEvents, 2);
+        assert.deepEqual(feed.unknownIds, ["c", "d"]);
+        assert.equal(counters.ignoredEvents, 0);
         assert.equal(counters.generationTokens, 3);
 
         // restart: a new engine process; a snapshot from the dead one is ignored
@@ -327,28 +328,29 @@ describe("the request ledger", () => {
         assert.equal(manager.state, "idle");
         manager.onStatsSnapshot(snapshotMsg({pid: 4242, t: T0 + 60, running: 7}));
         assert.equal(manager.gauges().running, 0);
-        feed(arrival("e", T0 + 100));
-        feed({kind: "queued", id: "e", t: T0 + 101, receivedAt: T0 + 101});
-        feed({kind: "scheduled", id: "e", t: T0 + 102, receivedAt: T0 + 102});
-        feed({kind: "tokens", id: "e", text: "t", times: [T0 + 103], receivedAt: T0 + 103});
-        feed(finished("e", T0 + 104, "length", 4, 1));
+        push(arrival("e", T0 + 100));
+        push({kind: "queued", id: "e", t: T0 + 101, receivedAt: T0 + 101});
+        push({kind: "scheduled", id: "e", t: T0 + 102, receivedAt: T0 + 102});
+        push({kind: "tokens", id: "e", text: "t", times: [T0 + 103], receivedAt: T0 + 103});
+        push(finished("e", T0 + 104, "length", 4, 1));
         // an id can be reused once its request has finished
-        feed(arrival("a", T0 + 200));
+        push(arrival("a", T0 + 200));
         assert.equal(manager.snapshot().requests.filter((r) => r.id === "a").length, 2);
         counters = manager.counters();
         assert.deepEqual(counters.requests, {arrived: 6, inFlight: 1, completed: 2, failed: 2, aborted: 1,
             byReason: {stop: 1, length: 1, abort: 1, error: 2}});
-        // a duplicate arrival for an id still in flight is ignored
-        feed(arrival("a", T0 + 201));
+        // a duplicate arrival for an id still in flight is refused
+        assert.throws(() => push(arrival("a", T0 + 201)), /duplicate request id "a": it is still in flight/);
         assert.equal(manager.counters().requests.arrived, 6);
     });
 
-    test("an exit with requests still in flight ends them with `error` itself", () => {
-        const {manager, at} = setup();
+    test("requests in flight when the engine exits end on the host with `error` (as EngineClient ends them)", () => {
+        const {manager, feed, at} = setup();
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent(arrival("x", T0));
-        manager.onRequestEvent({kind: "inputProcessed", id: "x", t: T0 + 1, promptTokens: 7, receivedAt: T0 + 1});
+        feed.send(arrival("x", T0));
+        feed.send({kind: "inputProcessed", id: "x", t: T0 + 1, promptTokens: 7, receivedAt: T0 + 1});
         at(T0 + 1000);
+        feed.endOnHost(["x"], "engine exited (exit code 1)", T0 + 1000);
         manager.onEngineExit({code: 1, signal: null, description: "exit code 1"});
         assertLedger(manager);
         assert.equal(manager.state, "crashed");
@@ -356,21 +358,23 @@ describe("the request ledger", () => {
         assert.equal(record.reason, "error");
         assert.equal(record.error, "engine exited (exit code 1)");
         assert.equal(record.metrics.e2eS, 1);
-        manager.onRequestEvent(finished("x", T0 + 1001, "error", 7, 0));
+        assert.equal(record.promptTokens, 7);
+        feed.send(finished("x", T0 + 1001, "error", 7, 0));
+        assert.deepEqual(feed.unknownIds, ["x"], "a late finish is refused");
         assertLedger(manager);
         assert.equal(manager.counters().requests.failed, 1);
     });
 
     test("keeps the last 500 requests, but tracks every request in flight", () => {
-        const {manager} = setup();
+        const {manager, feed} = setup();
         for (let i = 0; i < 600; i++)
-            manager.onRequestEvent(arrival(`r${i}`, T0 + i));
+            feed.send(arrival(`r${i}`, T0 + i));
         let snapshot = manager.snapshot();
         assert.equal(snapshot.requests.length, 500);
         assert.equal(snapshot.requests[0]!.id, "r100");
         assert.equal(snapshot.requests[499]!.id, "r599");
         assert.equal(snapshot.counters.requests.inFlight, 600);
-        manager.onRequestEvent(finished("r0", T0 + 700, "stop", 1, 0));
+        feed.send(finished("r0", T0 + 700, "stop", 1, 0));
         snapshot = manager.snapshot();
         assert.equal(snapshot.counters.requests.inFlight, 599);
         assert.equal(snapshot.counters.requests.completed, 1);
@@ -380,16 +384,17 @@ describe("the request ledger", () => {
 
 describe("engine state", () => {
     test("stalled after the threshold without a step while running (host measure), busy again when steps resume", () => {
-        const {manager, at} = setup({stallThresholdMs: 1000});
+        const {manager, feed, at} = setup({stallThresholdMs: 1000});
         const states: string[] = [];
-        manager.addLogger(recordingLogger((update) => {
-            if (update.type === "gauges" && states.at(-1) !== update.gauges.state)
-                states.push(update.gauges.state);
+        manager.addLogger(recordingLogger((call) => {
+            if (call.call === "log" && states.at(-1) !== call.gauges.state)
+                states.push(call.gauges.state);
         }));
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent(arrival("a", T0));
+        manager.tick();
+        feed.send(arrival("a", T0));
         at(T0 + 10);
-        manager.onStep(step({t: T0 + 10, running: 1, stepTokens: 5}));
+        feed.step(step({t: T0 + 10, running: 1, stepTokens: 5}));
         at(T0 + 1010);
         manager.tick();
         assert.equal(manager.state, "busy", "exactly the threshold is not yet stalled");
@@ -398,32 +403,33 @@ describe("engine state", () => {
         manager.tick();
         assert.equal(manager.state, "stalled");
         // a step message without tokens (lifecycle events only) is not progress
-        manager.onStep(step({t: T0 + 1011, running: 1, stepTokens: 0}));
+        feed.step(step({t: T0 + 1011, running: 1, stepTokens: 0}));
         assert.equal(manager.state, "stalled");
         at(T0 + 1500);
-        manager.onStep(step({t: T0 + 1500, running: 1, stepTokens: 1}));
+        feed.step(step({t: T0 + 1500, running: 1, stepTokens: 1}));
         assert.equal(manager.state, "busy");
-        manager.onRequestEvent(finished("a", T0 + 1501, "stop", 1, 1));
-        manager.onStep(step({t: T0 + 1501, running: 0, stepTokens: 0}));
+        manager.tick();
+        feed.send(finished("a", T0 + 1501, "stop", 1, 1));
+        feed.step(step({t: T0 + 1501, running: 0, stepTokens: 0}));
         at(T0 + 9000);
         manager.tick();
         assert.equal(manager.state, "idle", "an idle engine is never stalled");
-        assert.deepEqual(states, ["stopped", "idle", "busy", "stalled", "busy", "idle"]);
+        assert.deepEqual(states, ["stopped", "idle", "busy", "stalled", "busy", "idle"], "the gauges loggers get once per tick");
     });
 
     test("stalled from the stats channel's msSinceLastStep when its snapshot is newer than the last step", () => {
-        const {manager, at} = setup({stallThresholdMs: 1000});
+        const {manager, feed, at} = setup({stallThresholdMs: 1000});
         manager.onEngineReady(engineInfo());
         at(T0);
         // the step's output reached the host late (engine time T0-1200)
-        manager.onStep(step({t: T0 - 1200, running: 1, stepTokens: 4}));
+        feed.step(step({t: T0 - 1200, running: 1, stepTokens: 4}));
         at(T0 + 10);
         manager.onStatsSnapshot(snapshotMsg({t: T0 + 10, running: 1, msSinceLastStep: 1210, receivedAt: T0 + 10}));
         assert.equal(manager.state, "stalled");
         assert.equal(manager.gauges().msSinceLastStep, 1210);
         at(T0 + 110);
         assert.equal(manager.gauges().msSinceLastStep, 1310, "aged by the time since the snapshot");
-        manager.onStep(step({t: T0 + 100, running: 1, stepTokens: 1}));
+        feed.step(step({t: T0 + 100, running: 1, stepTokens: 1}));
         assert.equal(manager.state, "busy");
         assert.equal(manager.gauges().msSinceLastStep, 0);
     });
@@ -432,12 +438,12 @@ describe("engine state", () => {
         const manager = new StatsManager({tickIntervalMs: 20, stallThresholdMs: 100});
         try {
             let stalledAt: number | undefined;
-            manager.addLogger(recordingLogger((update) => {
-                if (update.type === "gauges" && update.gauges.state === "stalled")
+            manager.addLogger(recordingLogger((call) => {
+                if (call.call === "log" && call.gauges.state === "stalled")
                     stalledAt ??= performance.now();
             }));
             manager.onEngineReady(engineInfo());
-            manager.onStep(step({t: Date.now(), running: 1, stepTokens: 3}));
+            new StepFeeder(manager).step(step({t: Date.now(), running: 1, stepTokens: 3}));
             const blockedAt = performance.now();
             await new Promise((resolve) => setTimeout(resolve, 250));
             assert.ok(stalledAt !== undefined, "never reported stalled");
@@ -448,25 +454,40 @@ describe("engine state", () => {
     });
 });
 
-function recordingLogger(onRecord: (update: StatUpdate) => void, onLog: (now: number) => void = () => {}): StatLogger {
-    return {record: onRecord, log: onLog, dispose: () => {}};
+type LoggerCall =
+    | {call: "recordEngine", maxModelLen: number}
+    | {call: "record", scheduler: SchedulerStats | undefined, iteration: IterationStats}
+    | {call: "recordRejected", source: string}
+    | {call: "log", now: number, gauges: EngineGaugeValues}
+    | {call: "reset"};
+
+/** A logger that reports every call it gets. */
+function recordingLogger(onCall: (call: LoggerCall) => void): StatLogger {
+    return {
+        recordEngine: (_info, maxModelLen) => onCall({call: "recordEngine", maxModelLen}),
+        record: (scheduler, iteration) => onCall({call: "record", scheduler, iteration}),
+        recordRejected: (source) => onCall({call: "recordRejected", source}),
+        log: (now, gauges) => onCall({call: "log", now, gauges}),
+        reset: () => onCall({call: "reset"}),
+        dispose: () => {}
+    };
 }
 
 describe("views: snapshot and deltas", () => {
     test("deltas at most 4 Hz, carrying only what changed, JSON-serializable", () => {
-        const {manager, at} = setup({sampleIntervalMs: 1000});
+        const {manager, feed, at} = setup({sampleIntervalMs: 1000});
         manager.onEngineReady(engineInfo());
         const deltas: StatsDelta[] = [];
         const before = manager.snapshot();
         const unsubscribe = manager.subscribe((delta) => deltas.push(delta));
-        manager.onRequestEvent(arrival("a", T0));
-        manager.onRequestEvent({kind: "inputProcessed", id: "a", t: T0, promptTokens: 2, receivedAt: T0});
-        manager.onRequestEvent({kind: "queued", id: "a", t: T0, receivedAt: T0});
-        manager.onRequestEvent({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        feed.send(arrival("a", T0));
+        feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 2, receivedAt: T0});
+        feed.send({kind: "queued", id: "a", t: T0, receivedAt: T0});
+        feed.send({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
         for (let t = T0 + 50; t <= T0 + 5000; t += 50) {
             at(t);
-            manager.onRequestEvent({kind: "tokens", id: "a", text: "x", times: [t - 1], receivedAt: t});
-            manager.onStep(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
+            feed.send({kind: "tokens", id: "a", text: "x", times: [t - 1], receivedAt: t});
+            feed.step(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
             manager.tick();
         }
         assert.equal(deltas.length, 20, "5 s at 4 Hz");
@@ -494,7 +515,7 @@ describe("views: snapshot and deltas", () => {
         const unsubscribeSlow = manager.subscribe((delta) => slow.push(delta), {maxHz: 1});
         for (let t = T0 + 5050; t <= T0 + 7000; t += 50) {
             at(t);
-            manager.onStep(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
+            feed.step(step({t, running: 1, stepTokens: 1, kvUsedTokens: (t - T0) / 50}));
             manager.tick();
         }
         assert.equal(slow.length, 2);
@@ -502,21 +523,21 @@ describe("views: snapshot and deltas", () => {
         unsubscribeSlow();
         const count = deltas.length;
         at(T0 + 8000);
-        manager.onStep(step({t: T0 + 8000, running: 2, stepTokens: 1}));
+        feed.step(step({t: T0 + 8000, running: 2, stepTokens: 1}));
         manager.tick();
         assert.equal(deltas.length, count, "nothing after unsubscribing");
     });
 
     test("with no subscribers nothing is computed for views", () => {
-        const {manager, at} = setup();
+        const {manager, feed, at} = setup();
         const percentiles = mock.method(MetricStore.prototype, "percentiles");
         const histograms = mock.method(MetricStore.prototype, "histogramViews");
         try {
             manager.onEngineReady(engineInfo());
-            manager.onRequestEvent(arrival("a", T0));
+            feed.send(arrival("a", T0));
             for (let t = T0; t < T0 + 3000; t += 100) {
                 at(t);
-                manager.onStep(step({t, running: 1, stepTokens: 1}));
+                feed.step(step({t, running: 1, stepTokens: 1}));
                 manager.tick();
             }
             assert.equal(percentiles.mock.callCount(), 0);
@@ -534,11 +555,11 @@ describe("views: snapshot and deltas", () => {
     });
 
     test("snapshot has everything a fresh view needs; reset starts over and tells subscribers", () => {
-        const {manager, at} = setup();
+        const {manager, feed, at} = setup();
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent(arrival("done", T0));
-        manager.onRequestEvent(finished("done", T0 + 10, "stop", 3, 0));
-        manager.onRequestEvent(arrival("busy", T0));
+        feed.send(arrival("done", T0));
+        feed.send(finished("done", T0 + 10, "stop", 3, 0));
+        feed.send(arrival("busy", T0));
         manager.onRejected({source: "stats", reason: "bad secret"});
         at(T0 + 1000);
         manager.tick();
@@ -565,7 +586,7 @@ describe("views: snapshot and deltas", () => {
         assert.equal(fresh.histograms.e2e.count, 0);
         assert.deepEqual(fresh.histograms.promptTokens.bounds, lengthBounds2048, "length buckets survive a reset");
         assert.equal(fresh.engine?.pid, 4242);
-        manager.onRequestEvent(finished("busy", T0 + 1100, "stop", 1, 0));
+        feed.send(finished("busy", T0 + 1100, "stop", 1, 0));
         assertLedger(manager);
     });
 
@@ -576,57 +597,85 @@ describe("views: snapshot and deltas", () => {
 });
 
 describe("loggers and wiring", () => {
-    test("any number of loggers get every update and a log call per tick", () => {
-        const {manager, at} = setup();
-        const seen: string[] = [];
-        const logs: number[] = [];
-        manager.addLogger(recordingLogger((update) => seen.push(update.type), (now) => logs.push(now)));
-        const third = recordingLogger((update) => {
-            if (update.type === "finished") seen.push(`third:${update.request.reason}`);
-        });
-        manager.addLogger(third);
+    test("every logger gets one record per step (vLLM's scheduler + iteration stats) and the gauges once per tick", () => {
+        const {manager, feed, at} = setup();
+        const calls: LoggerCall[] = [];
+        const other: string[] = [];
+        manager.addLogger(recordingLogger((call) => calls.push(call)));
+        manager.addLogger(recordingLogger((call) => other.push(call.call)));
+        calls.length = 0;
+        other.length = 0;
         manager.onEngineReady(engineInfo());
-        manager.onRequestEvent(arrival("a", T0));
-        manager.onRequestEvent({kind: "tokens", id: "a", text: "", times: [T0 + 1], receivedAt: T0 + 2});
-        manager.onRequestEvent({kind: "preempted", id: "a", t: T0 + 3, receivedAt: T0 + 3});
-        manager.onStep(step({t: T0 + 3, running: 1, stepTokens: 2}));
-        manager.onRequestEvent(finished("a", T0 + 4, "abort", 1, 1));
+        feed.send(arrival("a", T0));
+        feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 5, receivedAt: T0});
+        // one outputs message: two tokens of a, a preemption, the step stats
+        feed.outputs([{kind: "tokens", id: "a", text: "", times: [T0 + 1, T0 + 11]}, {kind: "preempted", id: "a", t: T0 + 12}],
+            step({t: T0 + 12, running: 1, stepTokens: 7}), T0 + 20);
+        feed.send(finished("a", T0 + 30, "abort", 5, 2));
         manager.onRejected();
         at(T0 + 250);
         manager.tick();
-        assert.deepEqual(seen.filter((type) => type !== "gauges"),
-            ["engine", "tokens", "preempted", "step", "finished", "third:abort", "rejected"]);
-        assert.ok(seen.includes("gauges"));
-        assert.deepEqual(logs, [T0 + 250]);
+        assert.deepEqual(calls.map((c) => c.call), ["recordEngine", "record", "record", "record", "record", "recordRejected", "log"]);
+        assert.deepEqual(other, calls.map((c) => c.call), "every logger sees the same calls");
+        const [, arrivalCall, , tokensCall, finishCall] = calls;
+        assert.ok(arrivalCall?.call === "record" && tokensCall?.call === "record" && finishCall?.call === "record");
+        assert.equal(arrivalCall.scheduler, undefined, "an arrival is a host-side step");
+        assert.deepEqual(arrivalCall.iteration.arrived.map((r) => r.id), ["a"]);
+        assert.equal(tokensCall.scheduler?.stepTokens, 7);
+        assert.equal(tokensCall.iteration.generationTokens, 2);
+        assert.equal(tokensCall.iteration.promptTokens, 5, "prompt tokens count when the prefill is done");
+        assert.deepEqual(tokensCall.iteration.ttftS, [0.02]);
+        assert.deepEqual(tokensCall.iteration.itlS.map((s) => Number(s.toFixed(6))), [0.01]);
+        assert.equal(tokensCall.iteration.preemptions, 1);
+        assert.deepEqual(finishCall.iteration.finished.map((r) => [r.id, r.reason, r.metrics.e2eS]), [["a", "abort", 0.03]]);
+        const log = calls.at(-1);
+        assert.ok(log?.call === "log");
+        assert.equal(log.now, T0 + 250);
+        assert.equal(log.gauges.running, 1);
 
         // a logger arriving late learns the engine info and the gauges
-        const late: StatUpdate[] = [];
-        manager.primeLogger(recordingLogger((update) => late.push(update)));
-        assert.deepEqual(late.map((update) => update.type), ["engine", "gauges"]);
-        assert.equal(late[0]!.type === "engine" && late[0]!.maxModelLen, 2048);
+        const late: LoggerCall[] = [];
+        manager.primeLogger(recordingLogger((call) => late.push(call)));
+        assert.deepEqual(late.map((call) => call.call), ["recordEngine", "log"]);
+        assert.equal(late[0]!.call === "recordEngine" && late[0]!.maxModelLen, 2048);
     });
 
-    test("attachToEngineClient feeds every EngineClient event to the manager, and detaches", () => {
+    test("a real EngineClient feeds the manager through observe(), and stops when unobserved", async () => {
         const {manager} = setup();
-        const client = new EngineClient({modelPath: "/nonexistent.gguf"});
-        const detach = attachToEngineClient(manager, client);
-        client.emit("state", "loading");
+        const client = new EngineClient({modelPath: "/nonexistent.gguf", statsIntervalMs: 0});
+        const unobserve = client.observe(manager);
+        // never started: the request arrives, then ends on the host with `error`
+        const result = await client.generate({prompt: "hello", maxTokens: 4}).done;
+        assert.equal(result.reason, "error");
+        assert.match(result.error ?? "", /engine is not running/);
+        assert.deepEqual(manager.counters().requests, {arrived: 1, inFlight: 0, completed: 0, failed: 1, aborted: 0,
+            byReason: {stop: 0, length: 0, abort: 0, error: 1}});
+        const [record] = manager.snapshot().requests;
+        assert.equal(record?.id, result.id);
+        assert.equal(record?.phase, "finished");
+        assert.equal(record?.arrival, result.arrival, "the ledger holds the same lifecycle the caller gets");
+        unobserve();
+        await client.generate({prompt: "again", maxTokens: 4}).done;
+        assert.equal(manager.counters().requests.arrived, 1);
+        assertLedger(manager);
+    });
+
+    test("engine state, snapshots, rejections and exit move the manager's state", () => {
+        const {manager, feed} = setup();
+        manager.onEngineState("loading");
         assert.equal(manager.state, "loading");
-        client.emit("ready", engineInfo());
-        client.emit("state", "ready");
-        client.emit("request", arrival("a", T0));
-        client.emit("step", step({t: T0, running: 1, stepTokens: 1}));
-        client.emit("stats", snapshotMsg({t: T0 + 1, running: 1, waiting: 3}));
-        client.emit("rejected", {source: "engine", reason: "nope"});
+        manager.onEngineReady(engineInfo());
+        manager.onEngineState("ready");
+        feed.send(arrival("a", T0));
+        feed.step(step({t: T0, running: 1, stepTokens: 1}));
+        manager.onStatsSnapshot(snapshotMsg({t: T0 + 1, running: 1, waiting: 3}));
+        manager.onRejected({source: "engine", reason: "nope"});
         assert.equal(manager.state, "busy");
         assert.equal(manager.gauges().waiting, 3);
         assert.equal(manager.counters().rejectedMessages, 1);
-        client.emit("request", finished("a", T0 + 5, "error", 0, 0));
-        client.emit("exit", {code: null, signal: "SIGKILL", description: "signal SIGKILL"});
+        feed.send(finished("a", T0 + 5, "error", 0, 0));
+        manager.onEngineExit({code: null, signal: "SIGKILL", description: "signal SIGKILL"});
         assert.equal(manager.state, "crashed");
-        detach();
-        client.emit("request", arrival("b", T0));
-        assert.equal(manager.counters().requests.arrived, 1);
         assertLedger(manager);
     });
 });

@@ -11,7 +11,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
-import {DashboardPortInUseError, DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
+import {DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
+import {PortInUseError} from "../../extension/host/net/listen.js";
 import {PanelSession} from "../../extension/host/panel/panelSession.js";
 import {encodeMessage, ReadyMessage, type HostToPanel} from "../../protocol/panelMessages.js";
 import {fakeStats, type FakeStats} from "./statsFixtures.js";
@@ -201,8 +202,9 @@ describe("DashboardServer", () => {
         const port = (blocker.address() as net.AddressInfo).port;
         try {
             await assert.rejects(DashboardServer.listen({port, source: stats.manager, webviewDir: path.join(root, "webview")}), (error: unknown) => {
-                assert.ok(error instanceof DashboardPortInUseError);
-                assert.match(error.message, new RegExp(`port ${port} is already in use`));
+                assert.ok(error instanceof PortInUseError);
+                assert.equal(error.port, port);
+                assert.equal(error.message, `Dashboard port ${port} on 127.0.0.1 is already in use`);
                 return true;
             });
         } finally {

@@ -13,7 +13,6 @@ import {after, before, describe, test} from "node:test";
 import type {Page} from "playwright-core";
 import {DashboardServer, type DashboardStatsSource} from "../../extension/host/dashboard/dashboardServer.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import {attachToEngineClient} from "../../extension/host/stats/attachToEngineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {kpiDefinitions} from "../../webview/kpiTiles.js";
@@ -103,7 +102,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         ensurePanelBuilt();
         client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4, statsIntervalMs: 200});
         manager = new StatsManager();
-        detach = attachToEngineClient(manager, client);
+        detach = client.observe(manager);
         await client.start();
         const source: DashboardStatsSource = {
             snapshot: () => manager.snapshot(),

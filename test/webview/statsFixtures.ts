@@ -6,6 +6,7 @@
 import type {EngineInfo} from "../../protocol/engineMessages.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsDelta} from "../../protocol/statsView.js";
+import {StepFeeder} from "../helpers/stepFeeder.js";
 
 export const T0 = 1_700_000_000_000;
 
@@ -25,6 +26,7 @@ export function fakeStats(): FakeStats {
     const manager = new StatsManager({now: () => clock.now, tickIntervalMs: 0});
     manager.onEngineReady(fakeEngineInfo());
     manager.onEngineState("ready");
+    const feed = new StepFeeder(manager);
     const deltas: StatsDelta[] = [];
     const advance = (ms: number): void => {
         clock.now += ms;
@@ -32,18 +34,18 @@ export function fakeStats(): FakeStats {
     };
     const runRequest = (id: string, options: {fail?: boolean, preempt?: boolean} = {}): void => {
         const t = clock.now;
-        manager.onRequestEvent({kind: "arrival", id, t, priority: 0, maxTokens: 16});
-        manager.onRequestEvent({kind: "inputProcessed", id, t: t + 1, promptTokens: 8, receivedAt: t + 1});
-        manager.onRequestEvent({kind: "queued", id, t: t + 2, receivedAt: t + 2});
-        manager.onRequestEvent({kind: "scheduled", id, t: t + 5, receivedAt: t + 5});
-        manager.onStep({t: t + 6, running: 1, waiting: 0, stepTokens: 8, kvUsedTokens: 24, kvCapacityTokens: 1024});
+        feed.send({kind: "arrival", id, t, priority: 0, maxTokens: 16});
+        feed.send({kind: "inputProcessed", id, t: t + 1, promptTokens: 8, receivedAt: t + 1});
+        feed.send({kind: "queued", id, t: t + 2, receivedAt: t + 2});
+        feed.send({kind: "scheduled", id, t: t + 5, receivedAt: t + 5});
+        feed.step({t: t + 6, running: 1, waiting: 0, stepTokens: 8, kvUsedTokens: 24, kvCapacityTokens: 1024});
         if (options.preempt === true)
-            manager.onRequestEvent({kind: "preempted", id, t: t + 7, receivedAt: t + 7});
+            feed.send({kind: "preempted", id, t: t + 7, receivedAt: t + 7});
         const times = Array.from({length: 16}, (_, i) => t + 10 + i * 3);
-        manager.onRequestEvent({kind: "tokens", id, text: "x".repeat(16), times: times.slice(0, 8), receivedAt: t + 32});
-        manager.onRequestEvent({kind: "tokens", id, text: "y".repeat(8), times: times.slice(8), receivedAt: t + 60});
-        manager.onStep({t: t + 60, running: 0, waiting: 0, stepTokens: 16, kvUsedTokens: 0, kvCapacityTokens: 1024});
-        manager.onRequestEvent({kind: "finished", id, t: t + 61, reason: options.fail === true ? "error" : "length", promptTokens: 8,
+        feed.send({kind: "tokens", id, text: "x".repeat(16), times: times.slice(0, 8), receivedAt: t + 32});
+        feed.send({kind: "tokens", id, text: "y".repeat(8), times: times.slice(8), receivedAt: t + 60});
+        feed.step({t: t + 60, running: 0, waiting: 0, stepTokens: 16, kvUsedTokens: 0, kvCapacityTokens: 1024});
+        feed.send({kind: "finished", id, t: t + 61, reason: options.fail === true ? "error" : "length", promptTokens: 8,
             generatedTokens: 16, receivedAt: t + 62, ...(options.fail === true ? {error: "boom, \"quoted\"\nline"} : {})});
         clock.now = t + 100;
     };

@@ -1,14 +1,15 @@
 /**
  * The per-request waterfall of the last ~50 requests (newest at the top): floating horizontal bars
  * for queue (queued → scheduled), prefill (scheduled → first token) and decode (first token → last
- * token, or now while running), from the RequestRecord timestamps (host clock); preemptions as red
+ * token, or now while running), from the RequestLifecycle timestamps (host clock); preemptions as red
  * crosses. Decode bars of failed or aborted requests are drawn in red.
  */
 import type {Chart, ChartDataset, Scale} from "chart.js" with {"resolution-mode": "import"};
-import type {RequestRecord} from "../../protocol/statsView.js";
+import type {} from "../../protocol/statsView.js";
 import {withAlpha, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";
+import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 
 export const timelineRows = 50;
 
@@ -19,8 +20,8 @@ type Marker = {x: number, y: string};
 export type TimelineRow = {label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[]};
 
 /** Rows for the most recent requests, newest first; `now` ends the open segments. */
-export function timelineRowsOf(requests: Iterable<RequestRecord>, now: number, limit = timelineRows): TimelineRow[] {
-    const recent: RequestRecord[] = [];
+export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number, limit = timelineRows): TimelineRow[] {
+    const recent: RequestLifecycle[] = [];
     for (const record of requests) {
         recent.push(record);
         if (recent.length > limit)

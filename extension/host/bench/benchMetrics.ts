@@ -1,4 +1,6 @@
-import type {RequestResult} from "../engineClient/requestHandle.js";
+import type {RequestResult} from "../engineClient/requestState.js";
+import {percentile} from "../stats/percentiles.js";
+
 
 /** vLLM's `--save-result` keys, measured client-side as vLLM's serving benchmark does. */
 export type BenchMetrics = {
@@ -15,17 +17,6 @@ export type BenchMetrics = {
     mean_itl_ms: number, median_itl_ms: number, p99_itl_ms: number,
     mean_e2el_ms: number, median_e2el_ms: number, p99_e2el_ms: number
 };
-
-/** Linear-interpolated percentile, as numpy.percentile (vLLM's benchmark uses numpy). */
-export function percentile(values: readonly number[], p: number): number {
-    if (values.length === 0)
-        return 0;
-    const sorted = [...values].sort((a, b) => a - b);
-    const rank = (p / 100) * (sorted.length - 1);
-    const lo = Math.floor(rank);
-    const hi = Math.ceil(rank);
-    return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
-}
 
 function mean(values: readonly number[]): number {
     return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
@@ -48,8 +39,8 @@ export function computeBenchMetrics(results: readonly RequestResult[], durationS
     for (const r of ok) {
         input += r.promptTokens;
         output += r.generatedTokens;
-        const sent = r.timings.arrival;
-        const e2el = r.timings.lastDelivered - sent;
+        const sent = r.arrival;
+        const e2el = r.lastDelivered - sent;
         e2els.push(e2el);
         const first = r.deliveries.find((d) => d.tokens > 0);
         if (first === undefined)

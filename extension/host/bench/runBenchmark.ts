@@ -1,7 +1,7 @@
 import {Xoshiro128} from "../../../common/seededRandom.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import {EngineClient} from "../engineClient/engineClient.js";
-import type {RequestResult} from "../engineClient/requestHandle.js";
+import type {RequestResult} from "../engineClient/requestState.js";
 import type {StatsSession} from "../stats/statsSession.js";
 import {computeBenchMetrics, type BenchMetrics} from "./benchMetrics.js";
 import type {BenchOptions} from "./benchOptions.js";

@@ -18,13 +18,13 @@
  */
 import fs from "node:fs";
 import http from "node:http";
-import type {AddressInfo} from "node:net";
 import path from "node:path";
 import {WebSocket, WebSocketServer, type RawData} from "ws";
 import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
 import {encodeMessage, maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
 import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
+import {listen} from "../net/listen.js";
 
 /** What the dashboard shows: StatsManager fits. */
 export type DashboardStatsSource = PanelStatsSource;
@@ -48,13 +48,6 @@ export type DashboardServerOptions = {
     /** Where dropped client messages and socket errors are reported. Default: nowhere (they are counted). */
     onRejected?: (reason: string) => void
 };
-
-export class DashboardPortInUseError extends Error {
-    override readonly name = "DashboardPortInUseError";
-    constructor(readonly port: number, readonly host: string) {
-        super(`port ${port} is already in use (on ${host}); pick another port, or 0 for a free one`);
-    }
-}
 
 export class DashboardServerError extends Error {
     override readonly name = "DashboardServerError";
@@ -85,7 +78,7 @@ export class DashboardServer {
         this.maxBufferedBytes = options.maxBufferedBytes ?? 4 << 20;
     }
 
-    /** Starts serving; rejects with DashboardPortInUseError when the port is taken. */
+    /** Starts serving; rejects with PortInUseError (net/listen.ts) when the port is taken. */
     static async listen(options: DashboardServerOptions): Promise<DashboardServer> {
         const host = options.host ?? "127.0.0.1";
         const requestedPort = options.port ?? 0;
@@ -102,13 +95,7 @@ export class DashboardServer {
                 response.end();
             });
         });
-        await new Promise<void>((resolve, reject) => {
-            server.once("error", (error: NodeJS.ErrnoException) => {
-                reject(error.code === "EADDRINUSE" ? new DashboardPortInUseError(requestedPort, host) : error);
-            });
-            server.listen(requestedPort, host, () => resolve());
-        });
-        const port = (server.address() as AddressInfo).port;
+        const {port} = await listen(server, {host, port: requestedPort, purpose: "Dashboard"});
         dashboard = new DashboardServer(options, server, host, port);
         dashboard.rootDir = rootDir;
         dashboard.attachWebSocket();

@@ -1,19 +1,19 @@
 import {randomUUID} from "node:crypto";
-import {EventEmitter} from "node:events";
 import {nowMs} from "../../../common/clock.js";
-import type {EngineOptions} from "../../../protocol/engineOptions.js";
-import {defaultEngineOptions} from "../../../protocol/engineOptions.js";
+import {errorMessage} from "../../../common/errorMessage.js";
+import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engineOptions.js";
 import {
     parseEngineToHost, parseHostToEngine, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
     type RequestEvent, type StepStats
 } from "../../../protocol/engineMessages.js";
-import {errorMessage} from "../../../common/errorMessage.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
+import type {EngineClientState, EngineLogLevel, EngineObserver, RejectedMessage} from "./engineObserver.js";
+import type {EngineStep} from "./engineStep.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
-import type {HostRequestEvent} from "./hostRequestEvents.js";
 import {InProcessTransport} from "./inProcessTransport.js";
-import {RequestHandle, type RequestResult} from "./requestHandle.js";
-import {StatsChannelServer, type ReceivedSnapshot} from "./statsChannelServer.js";
+import {OutputProcessor} from "./outputProcessor.js";
+import {RequestHandle} from "./requestHandle.js";
+import {StatsChannelServer} from "./statsChannelServer.js";
 
 export type EngineMode = "process" | "inProcess";
 
@@ -29,45 +29,8 @@ export type EngineClientOptions = Omit<EngineOptions, "statsChannel"> & {
     clockSyncRounds?: number
 };
 
-export type EngineClientState = "stopped" | "loading" | "ready" | "crashed";
-
-export type RejectedMessage = {source: "engine" | "host" | "stats", reason: string};
-
-export type EngineClientEvents = {
-    state: [EngineClientState],
-    loading: [number],
-    ready: [EngineInfo],
-    /** Every lifecycle event of every request, on the host clock. */
-    request: [HostRequestEvent],
-    /** Per-step engine stats (host clock), carried on the outputs. */
-    step: [StepStats],
-    /** A stats-channel snapshot (worker clock is the same machine clock). */
-    stats: [ReceivedSnapshot],
-    rejected: [RejectedMessage],
-    exit: [EngineExit],
-    log: ["info" | "warn" | "error", string]
-};
-
 /** What a caller passes to `generate`: a request without an id (one is assigned) unless given. */
 export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string};
-
-/** How requests have ended, since this client was created (survives engine restarts). */
-export type RequestLedger = {
-    arrived: number,
-    inFlight: number,
-    byReason: Record<RequestResult["reason"], number>
-};
-
-type InFlight = {
-    handle: RequestHandle,
-    arrival: number,
-    text: string,
-    promptTokens: number,
-    preemptions: number,
-    timings: Partial<RequestResult["timings"]>,
-    tokenTimes: number[],
-    deliveries: Array<{t: number, tokens: number}>
-};
 
 export class EngineLoadError extends Error {
     override readonly name = "EngineLoadError";
@@ -81,10 +44,18 @@ export class EngineLoadError extends Error {
  * measures the clock offset, sends requests and turns the engine's outputs into streamed results and
  * lifecycle events. If the engine dies, every request in flight ends at once with reason `error`.
  */
-export class EngineClient extends EventEmitter<EngineClientEvents> {
+export class EngineClient {
     private transport: EngineTransport | undefined;
     private statsServer: StatsChannelServer | undefined;
-    private readonly inFlight = new Map<string, InFlight>();
+    private readonly observers = new Set<EngineObserver>();
+    private readonly handles = new Map<string, RequestHandle>();
+    private readonly outputs = new OutputProcessor({
+        onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
+        onFinished: (id, result) => {
+            this.handles.get(id)?.complete(result);
+            this.handles.delete(id);
+        }
+    });
     private currentState: EngineClientState = "stopped";
     private engineInfo: EngineInfo | undefined;
     /** engine clock − host clock, ms. */
@@ -92,11 +63,15 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
     private pendingPongs = new Map<number, (pong: {hostTime: number, engineTime: number}) => void>();
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
-    private readonly ledgerCounts: RequestLedger = {arrived: 0, inFlight: 0, byReason: {stop: 0, length: 0, abort: 0, error: 0}};
+    private onReadyOnce: ((info: EngineInfo) => void) | undefined;
     rejectedCount = 0;
 
-    constructor(readonly options: EngineClientOptions = {}) {
-        super();
+    constructor(readonly options: EngineClientOptions = {}) {}
+
+    /** Calls the observer's methods from now on; returns the function that stops them. */
+    observe(observer: EngineObserver): () => void {
+        this.observers.add(observer);
+        return () => this.observers.delete(observer);
     }
 
     get state(): EngineClientState {
@@ -111,13 +86,9 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         return this.options.mode ?? "process";
     }
 
-    /** Engine clock minus host clock, as measured at the last start (0 in-process). */
-    get clockOffsetMs(): number {
-        return this.offsetMs;
-    }
-
-    get ledger(): RequestLedger {
-        return {...this.ledgerCounts, inFlight: this.inFlight.size, byReason: {...this.ledgerCounts.byReason}};
+    /** Requests sent and not yet finished. */
+    get inFlightCount(): number {
+        return this.outputs.inFlightCount;
     }
 
     /** Starts the engine and resolves once the model is loaded and the clocks are synced. */
@@ -129,7 +100,7 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         if (statsIntervalMs > 0) {
             const server = await StatsChannelServer.listen();
             this.statsServer = server;
-            server.on("snapshot", (snapshot) => this.emit("stats", snapshot));
+            server.on("snapshot", (snapshot) => this.notify((o) => o.onStatsSnapshot?.(snapshot)));
             server.on("rejected", (reason) => this.reject("stats", reason));
             engineOptions.statsChannel = {url: server.url, secret: server.secret};
         }
@@ -142,10 +113,10 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         const ready = new Promise<EngineInfo>((resolve, reject) => {
             const timer = setTimeout(() => reject(new EngineLoadError("timed out waiting for the engine to load the model")),
                 this.options.startTimeoutMs ?? 10 * 60_000);
-            this.once("ready", (info) => {
+            this.onReadyOnce = (info) => {
                 clearTimeout(timer);
                 resolve(info);
-            });
+            };
             transport.onExit((exit) => {
                 clearTimeout(timer);
                 reject(this.loadError ?? new EngineLoadError(describeEarlyExit(exit, transport.recentStderr())));
@@ -157,7 +128,7 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         try {
             const info = await ready;
             if (statsHello !== undefined && !await statsHello)
-                this.emit("log", "warn", "the engine's stats channel did not connect within 5 s; stats will start when it does");
+                this.log("warn", "the engine's stats channel did not connect within 5 s; stats will start when it does");
             if (this.mode === "process")
                 this.offsetMs = await this.measureClockOffset(this.options.clockSyncRounds ?? 5);
             this.setState("ready");
@@ -171,15 +142,11 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
     /** Sends a request; text streams through the handle, which resolves with the result. */
     generate(input: GenerateInput): RequestHandle {
         const id = input.id ?? randomUUID();
-        if (this.inFlight.has(id))
-            throw new Error(`duplicate request id ${JSON.stringify(id)}: it is still in flight`);
+        const arrivalStep = this.outputs.arrive(id, nowMs(), input.priority ?? 0, input.maxTokens);
         const handle = new RequestHandle(id, (requestId) => this.cancel(requestId));
-        const arrival = nowMs();
+        this.handles.set(id, handle);
+        this.notify((o) => o.onOutputs?.(arrivalStep));
         const request: GenerateRequest = {...input, id};
-        const entry: InFlight = {handle, arrival, text: "", promptTokens: 0, preemptions: 0, timings: {arrival}, tokenTimes: [], deliveries: []};
-        this.ledgerCounts.arrived++;
-        this.inFlight.set(id, entry);
-        this.emit("request", {kind: "arrival", id, t: arrival, priority: input.priority ?? 0, maxTokens: input.maxTokens});
 
         let problem: string | undefined;
         try {
@@ -189,15 +156,16 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         }
         if (problem === undefined && (this.transport === undefined || this.currentState === "crashed" || this.currentState === "stopped"))
             problem = "the engine is not running";
-        if (problem !== undefined)
-            queueMicrotask(() => this.finishLocally(id, "error", problem));
-        else
+        if (problem !== undefined) {
+            const why = problem;
+            queueMicrotask(() => this.finishLocally([id], why));
+        } else
             this.transport!.send({type: "generate", request});
         return handle;
     }
 
     cancel(id: string): void {
-        if (this.inFlight.has(id))
+        if (this.outputs.has(id))
             this.transport?.send({type: "cancel", id});
     }
 
@@ -208,7 +176,7 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         await this.statsServer?.close();
         this.statsServer = undefined;
         this.transport = undefined;
-        this.failInFlight("engine stopped");
+        this.finishLocally(this.outputs.inFlightIds(), "engine stopped");
         this.setState("stopped");
     }
 
@@ -236,109 +204,48 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
         }
         switch (message.type) {
             case "outputs": return this.onOutputs(message.events, message.step);
-            case "loading": this.emit("loading", message.progress); return;
+            case "loading": this.notify((o) => o.onLoading?.(message.progress)); return;
             case "ready":
                 this.engineInfo = message.info;
-                this.emit("ready", message.info);
+                this.onReadyOnce?.(message.info);
+                this.onReadyOnce = undefined;
+                this.notify((o) => o.onEngineReady?.(message.info));
                 return;
             case "loadFailed": this.loadError = toLoadError(message.error); return;
             case "pong": this.pendingPongs.get(message.seq)?.(message); return;
             case "rejected": this.reject("engine", message.reason); return;
-            case "log": this.emit("log", message.level, message.message); return;
+            case "log": this.log(message.level, message.message); return;
         }
     }
 
-    private onOutputs(events: RequestEvent[], step: StepStats): void {
-        const receivedAt = nowMs();
-        const toHost = -this.offsetMs;
-        for (const event of events) {
-            const entry = this.inFlight.get(event.id);
-            if (entry === undefined) {
-                this.reject("host", `output for unknown request ${JSON.stringify(event.id)}`);
-                continue;
-            }
-            if (event.kind === "tokens") {
-                const times = toHost === 0 ? event.times : event.times.map((t) => t + toHost);
-                this.onTokens(entry, event.text, times, receivedAt);
-                this.emit("request", {...event, times, receivedAt});
-                continue;
-            }
-            const t = event.t + toHost;
-            switch (event.kind) {
-                case "inputProcessed":
-                    entry.timings.inputProcessed = t;
-                    entry.promptTokens = event.promptTokens;
-                    break;
-                case "queued": entry.timings.queued ??= t; break;
-                case "scheduled": entry.timings.scheduled ??= t; break;
-                case "preempted": entry.preemptions++; break;
-                case "finished": break;
-            }
-            this.emit("request", {...event, t, receivedAt});
-            if (event.kind === "finished")
-                this.complete(event.id, entry, {reason: event.reason, finished: t, promptTokens: event.promptTokens,
-                    generatedTokens: event.generatedTokens, receivedAt, ...(event.error !== undefined ? {error: event.error} : {})});
-        }
-        this.emit("step", {...step, t: step.t + toHost});
+    private onOutputs(events: RequestEvent[], stats: StepStats): void {
+        const {step, unknownIds} = this.outputs.process(events, stats, -this.offsetMs, nowMs());
+        for (const id of unknownIds)
+            this.reject("host", `output for unknown request ${JSON.stringify(id)}`);
+        this.notify((o) => o.onOutputs?.(step));
     }
 
-    private onTokens(entry: InFlight, text: string, times: number[], receivedAt: number): void {
-        if (times.length > 0) {
-            entry.timings.firstToken ??= times[0];
-            entry.timings.lastToken = times[times.length - 1];
-            entry.tokenTimes.push(...times);
-        }
-        entry.timings.firstDelivered ??= receivedAt;
-        entry.deliveries.push({t: receivedAt, tokens: times.length});
-        entry.text += text;
-        entry.handle.pushChunk({text, tokens: times.length, deliveredAt: receivedAt});
-    }
-
-    private complete(id: string, entry: InFlight, end: {reason: RequestResult["reason"], finished: number, promptTokens: number,
-        generatedTokens: number, receivedAt: number, error?: string}): void {
-        this.inFlight.delete(id);
-        this.ledgerCounts.byReason[end.reason]++;
-        const result: RequestResult = {
-            id, text: entry.text, reason: end.reason, promptTokens: end.promptTokens || entry.promptTokens,
-            generatedTokens: end.generatedTokens, preemptions: entry.preemptions,
-            timings: {...entry.timings, arrival: entry.arrival, finished: end.finished, lastDelivered: end.receivedAt},
-            tokenTimes: entry.tokenTimes, deliveries: entry.deliveries
-        };
-        if (end.error !== undefined)
-            result.error = end.error;
-        entry.handle.complete(result);
-    }
-
-    /** Ends a request on the host side (engine gone, or the request never reached it). */
-    private finishLocally(id: string, reason: RequestResult["reason"], error: string): void {
-        const entry = this.inFlight.get(id);
-        if (entry === undefined)
-            return;
-        const t = nowMs();
-        this.emit("request", {kind: "finished", id, t, reason, promptTokens: entry.promptTokens,
-            generatedTokens: entry.tokenTimes.length, error, receivedAt: t});
-        this.complete(id, entry, {reason, finished: t, promptTokens: entry.promptTokens, generatedTokens: entry.tokenTimes.length, receivedAt: t, error});
-    }
-
-    private failInFlight(error: string): void {
-        for (const id of [...this.inFlight.keys()])
-            this.finishLocally(id, "error", error);
+    /** Ends requests on the host side (the engine is gone, or the request never reached it). */
+    private finishLocally(ids: readonly string[], error: string): void {
+        const step: EngineStep | undefined = this.outputs.finishLocally(ids, "error", error, nowMs());
+        if (step !== undefined)
+            this.notify((o) => o.onOutputs?.(step));
     }
 
     private onEngineExit(transport: EngineTransport, exit: EngineExit): void {
         if (this.transport !== transport)
             return;
         const wasRunning = this.currentState === "ready" || this.currentState === "loading";
-        this.failInFlight(`engine exited (${exit.description})`);
+        this.finishLocally(this.outputs.inFlightIds(), `engine exited (${exit.description})`);
         for (const resolve of this.pendingPongs.values())
             resolve({hostTime: Number.NaN, engineTime: Number.NaN});
-        this.emit("exit", exit);
+        this.notify((o) => o.onEngineExit?.(exit));
         if (wasRunning && !(exit.code === 0 && exit.signal === null)) {
             this.transport = undefined;
             void this.statsServer?.close();
             this.statsServer = undefined;
             const stderr = transport.recentStderr();
-            this.emit("log", "error", `engine exited (${exit.description})${stderr ? `: ${stderr.split("\n").slice(-5).join("\n")}` : ""}`);
+            this.log("error", `engine exited (${exit.description})${stderr ? `: ${stderr.split("\n").slice(-5).join("\n")}` : ""}`);
             this.setState("crashed");
         }
     }
@@ -366,14 +273,23 @@ export class EngineClient extends EventEmitter<EngineClientEvents> {
 
     private reject(source: RejectedMessage["source"], reason: string): void {
         this.rejectedCount++;
-        this.emit("rejected", {source, reason});
+        this.notify((o) => o.onRejected?.({source, reason}));
+    }
+
+    private log(level: EngineLogLevel, message: string): void {
+        this.notify((o) => o.onLog?.(level, message));
     }
 
     private setState(state: EngineClientState): void {
         if (this.currentState === state)
             return;
         this.currentState = state;
-        this.emit("state", state);
+        this.notify((o) => o.onEngineState?.(state));
+    }
+
+    private notify(call: (observer: EngineObserver) => void): void {
+        for (const observer of this.observers)
+            call(observer);
     }
 }
 

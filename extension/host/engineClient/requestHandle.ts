@@ -1,35 +1,5 @@
-import type {FinishReason} from "../../../protocol/engineMessages.js";
-
-/** Lifecycle timestamps of one request, all on the host's clock (engine times corrected by the measured offset). */
-export type RequestTimings = {
-    arrival: number,
-    inputProcessed?: number,
-    queued?: number,
-    scheduled?: number,
-    firstToken?: number,
-    lastToken?: number,
-    finished: number,
-    /** When the host received the first and last chunk of output. */
-    firstDelivered?: number,
-    lastDelivered: number
-};
-
-export type RequestResult = {
-    id: string,
-    text: string,
-    reason: FinishReason,
-    error?: string,
-    promptTokens: number,
-    generatedTokens: number,
-    preemptions: number,
-    timings: RequestTimings,
-    /** Host-clock time each generated token was sampled. */
-    tokenTimes: number[],
-    /** Host-clock time each chunk was delivered to the host, with its token count. */
-    deliveries: Array<{t: number, tokens: number}>
-};
-
-export type TextChunk = {text: string, tokens: number, deliveredAt: number};
+import type {TextChunk} from "./outputProcessor.js";
+import type {RequestResult} from "./requestState.js";
 
 /** One request in flight, as its caller sees it: streamed text, cancel, and the final result. */
 export class RequestHandle implements AsyncIterable<TextChunk> {

@@ -1,9 +1,10 @@
 import {randomBytes, timingSafeEqual} from "node:crypto";
 import {EventEmitter} from "node:events";
-import type {AddressInfo} from "node:net";
+import http from "node:http";
 import {WebSocketServer, type WebSocket} from "ws";
 import {parseStatsMessage, statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../../../protocol/statsChannel.js";
 import {errorMessage} from "../../../common/errorMessage.js";
+import {listen} from "../net/listen.js";
 
 export type ReceivedSnapshot = StatsSnapshot & {receivedAt: number};
 
@@ -21,21 +22,21 @@ export type StatsChannelEvents = {
 export class StatsChannelServer extends EventEmitter<StatsChannelEvents> {
     readonly secret = randomBytes(32).toString("hex");
     rejectedCount = 0;
-    snapshotCount = 0;
     private readonly secretBytes = Buffer.from(this.secret);
-    private readonly server: WebSocketServer;
 
-    private constructor(server: WebSocketServer) {
+    private constructor(private readonly httpServer: http.Server, private readonly server: WebSocketServer, readonly url: string) {
         super();
-        this.server = server;
         server.on("connection", (socket) => this.accept(socket));
     }
 
     static async listen(): Promise<StatsChannelServer> {
         let channel: StatsChannelServer | undefined;
+        // Plain HTTP gets 426, as from ws's own server; WebSocket upgrades go to `server`.
+        const httpServer = http.createServer((_request, response) => {
+            response.writeHead(426, {"content-type": "text/plain"}).end("Upgrade Required");
+        });
         const server = new WebSocketServer({
-            host: "127.0.0.1",
-            port: 0,
+            server: httpServer,
             maxPayload: statsMaxPayloadBytes,
             verifyClient: (info, done) => {
                 if (channel?.isAuthorized(info.req.headers[statsSecretHeader]))
@@ -44,23 +45,19 @@ export class StatsChannelServer extends EventEmitter<StatsChannelEvents> {
                 done(false, 401, "Unauthorized");
             }
         });
-        channel = new StatsChannelServer(server);
-        await new Promise<void>((resolve, reject) => {
-            server.once("listening", resolve);
-            server.once("error", reject);
-        });
+        const address = await listen(httpServer, {host: "127.0.0.1", port: 0, purpose: "stats channel"});
+        channel = new StatsChannelServer(httpServer, server, `ws://${address.urlHost}:${address.port}`);
         return channel;
-    }
-
-    get url(): string {
-        const address = this.server.address() as AddressInfo;
-        return `ws://127.0.0.1:${address.port}`;
     }
 
     async close(): Promise<void> {
         for (const client of this.server.clients)
             client.terminate();
         await new Promise<void>((resolve) => this.server.close(() => resolve()));
+        await new Promise<void>((resolve) => {
+            this.httpServer.close(() => resolve());
+            this.httpServer.closeAllConnections();
+        });
     }
 
     private isAuthorized(header: string | string[] | undefined): boolean {
@@ -81,10 +78,8 @@ export class StatsChannelServer extends EventEmitter<StatsChannelEvents> {
                 const message = parseStatsMessage(data.toString());
                 if (message.type === "hello")
                     this.emit("hello", message);
-                else {
-                    this.snapshotCount++;
+                else
                     this.emit("snapshot", {...message, receivedAt});
-                }
             } catch (error) {
                 this.reject(`stats frame refused: ${errorMessage(error)}`);
             }

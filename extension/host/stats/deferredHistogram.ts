@@ -13,10 +13,6 @@ export class DeferredHistogram {
 
     constructor(private readonly maxPending = 10_000) {}
 
-    get ready(): boolean {
-        return this.histogram !== undefined;
-    }
-
     setBounds(bounds: readonly number[]): void {
         if (this.histogram !== undefined)
             return;

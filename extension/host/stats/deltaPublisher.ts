@@ -1,4 +1,5 @@
-import type {EngineStateName, RequestRecord, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
+import type {EngineStateName, StatsDelta, StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 
 /** The compared part of a view's state: what a delta carries when it changed. */
 export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms">;
@@ -9,7 +10,7 @@ export interface DeltaSource {
     seriesCursor(): number;
     seriesSince(cursor: number): TimeSeriesPoint[];
     requestCursor(): number;
-    requestsSince(cursor: number): RequestRecord[];
+    requestsSince(cursor: number): RequestLifecycle[];
 }
 
 export type SubscribeOptions = {

@@ -1,5 +1,5 @@
 import type {EngineInfo, StepStats} from "../../../protocol/engineMessages.js";
-import type {EngineClientState} from "../engineClient/engineClient.js";
+import type {EngineClientState} from "../engineClient/engineObserver.js";
 import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
 import type {EngineGaugeValues} from "./loggers/statLogger.js";
 import type {EngineStateName} from "../../../protocol/statsView.js";

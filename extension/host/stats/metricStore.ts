@@ -40,7 +40,7 @@ export class MetricStore {
         };
         const windows: Partial<Record<HistogramMetric, TimedValueWindow>> = {};
         for (const metric of histogramMetrics)
-            windows[metric] = new TimedValueWindow(windowCapacity, windowMs);
+            windows[metric] = new TimedValueWindow(windowCapacity);
         this.windows = windows as Record<HistogramMetric, TimedValueWindow>;
     }
 

@@ -1,19 +1,31 @@
+/**
+ * The one percentile implementation (host side): numpy's default `np.percentile` method — linear
+ * interpolation between the closest ranks — which vLLM's benchmark uses. Exact: computed from the
+ * values themselves, not from histogram buckets.
+ */
 import type {PercentileSummary} from "../../../protocol/statsView.js";
 
-/**
- * The q-quantile (0..1) of values sorted ascending, by linear interpolation between the closest
- * ranks — numpy's default `np.percentile` method, which vLLM's benchmark uses. Exact: computed from
- * the values themselves, not from histogram buckets.
- */
+/** The value at fractional rank `index` (0-based) between order statistics `low` (rank floor(index)) and `high` (the next). */
+function interpolate(low: number, high: number, index: number): number {
+    const fraction = index - Math.floor(index);
+    return fraction === 0 ? low : low + (high - low) * fraction;
+}
+
+/** The q-quantile (0..1) of values sorted ascending; null when there are none. */
 export function quantileOfSorted(sorted: ArrayLike<number>, q: number): number | null {
     const n = sorted.length;
     if (n === 0)
         return null;
     const index = q * (n - 1);
-    const lo = Math.floor(index);
-    const hi = Math.ceil(index);
-    const low = sorted[lo]!;
-    return lo === hi ? low : low + (sorted[hi]! - low) * (index - lo);
+    return interpolate(sorted[Math.floor(index)]!, sorted[Math.ceil(index)]!, index);
+}
+
+/**
+ * The p-th percentile (0..100) of values in any order, as `numpy.percentile(values, p)`; 0 when there
+ * are none, as vLLM's benchmark (`np.percentile(values or 0, p)`). Quickselect on a copy, no sort.
+ */
+export function percentile(values: ArrayLike<number>, p: number): number {
+    return values.length === 0 ? 0 : quantileBySelect(Float64Array.from(values), p / 100, 0).value;
 }
 
 /**
@@ -59,7 +71,7 @@ function quantileBySelect(values: Float64Array, q: number, from: number): {value
     let high = Number.POSITIVE_INFINITY;
     for (let i = lo + 1; i < values.length; i++)
         if (values[i]! < high) high = values[i]!;
-    return {value: low + (high - low) * (index - lo), rank: lo};
+    return {value: interpolate(low, high, index), rank: lo};
 }
 
 /**

@@ -5,13 +5,14 @@
  * - CSV: the time series, one row per sample;
  * - requests CSV (dashboard `/export-requests.csv`): one row per recent request, metrics in ms.
  */
-import type {RequestRecord, StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
+import type {StatsSnapshotView, TimeSeriesPoint} from "../../../protocol/statsView.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 
 export type StatsExportFormat = "json" | "csv";
 
 export type StatsExport = {fileName: string, mimeType: string, content: string};
 
-const csvColumns: ReadonlyArray<[string, (record: RequestRecord) => string | number | undefined]> = [
+const csvColumns: ReadonlyArray<[string, (record: RequestLifecycle) => string | number | undefined]> = [
     ["id", (r) => r.id],
     ["phase", (r) => r.phase],
     ["finished_reason", (r) => r.reason],
@@ -45,7 +46,7 @@ function csvCell(value: string | number | undefined): string {
     return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export function requestsCsv(requests: readonly RequestRecord[]): string {
+export function requestsCsv(requests: readonly RequestLifecycle[]): string {
     const lines = [csvColumns.map(([name]) => name).join(",")];
     for (const record of requests)
         lines.push(csvColumns.map(([, value]) => csvCell(value(record))).join(","));

@@ -1,11 +1,13 @@
 /**
- * StatsManager: the host's single source of truth for serving stats. It consumes the engine's
- * lifecycle events, step stats and stats-channel snapshots (plain methods, so tests feed synthetic
- * streams; `attachToEngineClient` wires a real EngineClient), derives vLLM V1's metrics, and serves
- * views (snapshot + throttled deltas) and stat loggers (LoggingStatLogger, PrometheusStatLogger, …).
+ * StatsManager: the host's single source of truth for serving stats. It observes an EngineClient
+ * (`client.observe(manager)`): one `onOutputs(step)` per engine step — the requests' lifecycles and
+ * vLLM's iteration stats, built once by the client's OutputProcessor — plus stats-channel snapshots
+ * and engine state. It keeps the request ledger (the same lifecycle objects the client builds),
+ * derives vLLM V1's metrics, and serves views (snapshot + throttled deltas) and stat loggers
+ * (`record` once per step, `log` with the gauges once per tick).
  *
  * Recording decisions (vLLM V1's, where it has one):
- * - TTFT and ITL are recorded as tokens arrive, for every request, whatever its final reason.
+ * - TTFT and ITL are recorded as tokens arrive (in the step that brought them), whatever the request's final reason.
  * - At the finish, requests of EVERY reason (stop, length, abort, error — including those failed by
  *   the host when the engine died) are recorded: e2e, queue, prefill, decode, inference, TPOT, prompt
  *   and generation lengths. An interval is recorded only when both its ends exist (vLLM would record
@@ -13,24 +15,26 @@
  * - Prompt tokens count when the request's prefill is done (its first tokens arrive), as vLLM counts
  *   them; generation tokens as they arrive.
  */
-import type {EngineInfo, StepStats} from "../../../protocol/engineMessages.js";
-import type {EngineClientState, RejectedMessage} from "../engineClient/engineClient.js";
+import {quantileOfSorted} from "./percentiles.js";
+import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
+import type {
+    BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, StatsCounters, StatsGauges, StatsSnapshotView, TimeSeriesPoint
+} from "../../../protocol/statsView.js";
+import type {EngineClientState, EngineObserver, RejectedMessage} from "../engineClient/engineObserver.js";
+import type {EngineStep} from "../engineClient/engineStep.js";
 import type {EngineExit} from "../engineClient/engineTransport.js";
-import type {HostRequestEvent} from "../engineClient/hostRequestEvents.js";
 import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
 import {DeltaPublisher, type StatsListener, type SubscribeOptions, type ViewScalars} from "./deltaPublisher.js";
 import {EngineStateTracker} from "./engineStateTracker.js";
-import type {StatLogger, StatUpdate} from "./loggers/statLogger.js";
+import type {StatLogger} from "./loggers/statLogger.js";
 import {MetricStore} from "./metricStore.js";
-import {quantileOfSorted} from "./percentiles.js";
-import {RequestTracker, type FinishInput} from "./requestTracker.js";
 import {RingBuffer} from "./ringBuffer.js";
 import {SlidingWindowSum} from "./slidingWindow.js";
 import {resolveStatsManagerOptions, type ResolvedStatsManagerOptions, type StatsManagerOptions} from "./statsManagerOptions.js";
-import type {
-    BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, RequestRecord, StatsCounters, StatsGauges,
-    StatsSnapshotView, TimeSeriesPoint
-} from "../../../protocol/statsView.js";
+
+/** A request in the ledger: the client's lifecycle object, with the manager's bookkeeping for deltas. */
+type LedgerEntry = {readonly serial: number, version: number, readonly lifecycle: RequestLifecycle};
 
 type Totals = {
     arrived: number,
@@ -49,15 +53,15 @@ const emptyTotals = (): Totals => ({
     finishedPromptTokens: 0, finishedGenerationTokens: 0, preemptions: 0, rejectedMessages: 0, ignoredEvents: 0
 });
 
-export class StatsManager {
+export class StatsManager implements EngineObserver {
     private options: ResolvedStatsManagerOptions;
     private readonly now: () => number;
     private readonly loggers: StatLogger[] = [];
     private readonly engine: EngineStateTracker;
     private readonly publisher: DeltaPublisher;
-    private readonly inFlight = new Map<string, RequestTracker>();
+    private readonly inFlight = new Map<RequestLifecycle, LedgerEntry>();
     /** The most recent requests by arrival, keyed by serial (ids may be reused once finished). */
-    private readonly recent = new Map<number, RequestTracker>();
+    private readonly recent = new Map<number, LedgerEntry>();
     private serial = 0;
     private requestVersion = 0;
     private totals = emptyTotals();
@@ -70,7 +74,6 @@ export class StatsManager {
     private resetAt: number;
     private lastSampleAt: number;
     private nextSampleAt: number;
-    private lastState: EngineStateName;
     private timer: NodeJS.Timeout | undefined;
     private disposed = false;
 
@@ -97,7 +100,6 @@ export class StatsManager {
         this.resetAt = now;
         this.lastSampleAt = now;
         this.nextSampleAt = now + this.options.sampleIntervalMs;
-        this.lastState = this.engine.state(now, 0);
         for (const logger of options.loggers ?? [])
             this.addLogger(logger);
         if (this.options.tickIntervalMs > 0) {
@@ -128,128 +130,96 @@ export class StatsManager {
         const info = this.engine.info;
         if (info !== undefined && this.maxModelLen !== undefined) {
             const maxModelLen = this.maxModelLen;
-            this.safely(() => logger.record({type: "engine", t: now, info, maxModelLen}));
+            this.safely(() => logger.recordEngine(info, maxModelLen));
         }
         const gauges = this.engine.gauges(now, this.inFlight.size);
-        this.safely(() => logger.record({type: "gauges", t: now, gauges}));
+        this.safely(() => logger.log(now, gauges));
     }
 
     // ---- inputs -------------------------------------------------------------------------------
 
-    onRequestEvent(event: HostRequestEvent): void {
+    /** One engine step (or host-side lifecycle change): the ledger, the metrics, then each logger's `record`. */
+    onOutputs(step: EngineStep): void {
         const now = this.now();
-        if (event.kind === "arrival") {
-            if (this.inFlight.has(event.id)) {
+        const iteration = step.iteration;
+        for (const lifecycle of iteration.arrived)
+            this.arrive(lifecycle);
+        if (iteration.generationTokens > 0) {
+            this.totals.generationTokens += iteration.generationTokens;
+            this.generationTokensWindow.add(now, iteration.generationTokens);
+        }
+        if (iteration.promptTokens > 0) {
+            this.totals.promptTokens += iteration.promptTokens;
+            this.promptTokensWindow.add(now, iteration.promptTokens);
+        }
+        for (const ttft of iteration.ttftS)
+            this.metrics.observe("ttft", ttft, now);
+        for (const itl of iteration.itlS)
+            this.metrics.observe("itl", itl, now);
+        this.totals.preemptions += iteration.preemptions;
+        for (const lifecycle of iteration.updated) {
+            const entry = this.inFlight.get(lifecycle);
+            if (entry === undefined)
                 this.totals.ignoredEvents++;
-                return;
-            }
-            const tracker = new RequestTracker(this.serial++, event);
-            this.totals.arrived++;
-            this.inFlight.set(event.id, tracker);
-            this.recent.set(tracker.serial, tracker);
-            if (this.recent.size > this.options.maxRecentRequests)
-                this.recent.delete(this.recent.keys().next().value!);
-            this.touch(tracker);
-            return;
+            else
+                entry.version = ++this.requestVersion;
         }
-        const tracker = this.inFlight.get(event.id);
-        if (tracker === undefined) {
-            this.totals.ignoredEvents++;
-            return;
-        }
-        switch (event.kind) {
-            case "inputProcessed": tracker.inputProcessed(event.t, event.promptTokens); break;
-            case "queued": tracker.queued(event.t); break;
-            case "scheduled": tracker.scheduled(event.t); break;
-            case "preempted":
-                tracker.preempted(event.t);
-                this.totals.preemptions++;
-                this.toLoggers({type: "preempted", t: now, requestId: event.id});
-                break;
-            case "tokens": this.onTokens(tracker, event.times, event.receivedAt, now); break;
-            case "finished":
-                this.finish(tracker, {t: event.t, receivedAt: event.receivedAt, reason: event.reason, promptTokens: event.promptTokens,
-                    generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {})}, now);
-                break;
-        }
-        this.touch(tracker);
-        this.checkState(now);
-    }
-
-    onStep(step: StepStats): void {
-        const now = this.now();
-        this.engine.onStep(step, now);
-        if (step.stepTokens > 0)
-            this.toLoggers({type: "step", t: now, stepTokens: step.stepTokens});
-        this.gaugesToLoggers(now);
-        this.checkState(now);
+        for (const lifecycle of iteration.finished)
+            this.finish(lifecycle, now);
+        if (step.scheduler !== undefined)
+            this.engine.onStep(step.scheduler, now);
+        for (const logger of this.loggers)
+            this.safely(() => logger.record(step.scheduler, iteration));
     }
 
     onStatsSnapshot(snapshot: ReceivedSnapshot): void {
-        const now = this.now();
-        if (!this.engine.onSnapshot(snapshot, now))
-            return;
-        this.gaugesToLoggers(now);
-        this.checkState(now);
+        this.engine.onSnapshot(snapshot, this.now());
     }
 
     onEngineState(state: EngineClientState): void {
-        const now = this.now();
         this.engine.onClientState(state);
-        this.gaugesToLoggers(now);
-        this.checkState(now);
     }
 
     onEngineReady(info: EngineInfo): void {
-        const now = this.now();
         this.engine.onReady(info);
         if (this.maxModelLen === undefined) {
             this.maxModelLen = info.contextSize;
             this.metrics.setMaxModelLen(info.contextSize);
         }
-        this.toLoggers({type: "engine", t: now, info, maxModelLen: this.maxModelLen});
-        this.gaugesToLoggers(now);
-        this.checkState(now);
+        const maxModelLen = this.maxModelLen;
+        for (const logger of this.loggers)
+            this.safely(() => logger.recordEngine(info, maxModelLen));
     }
 
-    /**
-     * The engine is gone. EngineClient has already ended its requests with `error`; any still in
-     * flight here (another client, or events lost) are ended the same way, so the ledger balances.
-     */
+    /** The engine is gone (EngineClient has already ended its requests, in an `onOutputs` step before this). */
     onEngineExit(exit?: EngineExit): void {
-        const now = this.now();
-        const why = exit === undefined ? "engine exited" : `engine exited (${exit.description})`;
-        for (const tracker of [...this.inFlight.values()]) {
-            this.finish(tracker, {t: now, receivedAt: now, reason: "error", promptTokens: tracker.record.promptTokens,
-                generatedTokens: tracker.record.generatedTokens, error: why}, now);
-            this.touch(tracker);
-        }
         this.engine.onExit(exit !== undefined && !(exit.code === 0 && exit.signal === null));
-        this.gaugesToLoggers(now);
-        this.checkState(now);
     }
 
     onRejected(message?: RejectedMessage): void {
         this.totals.rejectedMessages++;
-        this.toLoggers({type: "rejected", t: this.now(), source: message?.source ?? "host"});
+        const source = message?.source ?? "host";
+        for (const logger of this.loggers)
+            this.safely(() => logger.recordRejected(source));
     }
 
     // ---- periodic -----------------------------------------------------------------------------
 
     /**
-     * Re-evaluates the engine state, takes a time-series sample when one is due, lets the loggers
-     * log and sends due deltas. Runs on the manager's timer (`tickIntervalMs`), or call it yourself.
+     * Takes a time-series sample when one is due, hands the loggers the current gauges and sends due
+     * deltas. Runs on the manager's timer (`tickIntervalMs`), or call it yourself.
      */
     tick(): void {
         if (this.disposed)
             return;
         const now = this.now();
-        this.checkState(now);
         if (now >= this.nextSampleAt)
             this.sample(now);
-        this.gaugesToLoggers(now);
-        for (const logger of this.loggers)
-            this.safely(() => logger.log(now));
+        if (this.loggers.length > 0) {
+            const gauges = this.engine.gauges(now, this.inFlight.size);
+            for (const logger of this.loggers)
+                this.safely(() => logger.log(now, gauges));
+        }
         if (this.publisher.size > 0)
             this.publisher.emitDue(now);
     }
@@ -275,7 +245,7 @@ export class StatsManager {
             },
             ...this.scalars(now),
             timeSeries: this.series.toArray(),
-            requests: [...this.recent.values()].map((tracker) => tracker.copy())
+            requests: [...this.recent.values()].map((entry) => copyLifecycle(entry.lifecycle))
         };
     }
 
@@ -353,13 +323,14 @@ export class StatsManager {
         this.generationTokensWindow.clear();
         this.finishedWindow.clear();
         this.series.clear();
-        for (const [serial, tracker] of this.recent)
-            if (tracker.record.phase === "finished")
+        for (const [serial, entry] of this.recent)
+            if (entry.lifecycle.phase === "finished")
                 this.recent.delete(serial);
         this.resetAt = now;
         this.lastSampleAt = now;
         this.nextSampleAt = now + this.options.sampleIntervalMs;
-        this.toLoggers({type: "reset", t: now});
+        for (const logger of this.loggers)
+            this.safely(() => logger.reset(now));
         if (this.publisher.size > 0)
             this.publisher.emitReset(this.snapshot(), now);
     }
@@ -382,42 +353,34 @@ export class StatsManager {
 
     // ---- internals ----------------------------------------------------------------------------
 
-    private onTokens(tracker: RequestTracker, times: readonly number[], receivedAt: number, now: number): void {
-        const outcome = tracker.tokens(times, receivedAt);
-        if (outcome.count === 0)
+    private arrive(lifecycle: RequestLifecycle): void {
+        if (this.inFlight.has(lifecycle))
             return;
-        this.totals.generationTokens += outcome.count;
-        this.generationTokensWindow.add(now, outcome.count);
-        if (outcome.ttftS !== undefined) {
-            this.metrics.observe("ttft", outcome.ttftS, now);
-            this.totals.promptTokens += outcome.promptTokens;
-            this.promptTokensWindow.add(now, outcome.promptTokens);
-        }
-        for (const itl of outcome.itlS)
-            this.metrics.observe("itl", itl, now);
-        this.toLoggers({
-            type: "tokens", t: now, requestId: tracker.record.id, promptTokens: outcome.promptTokens, generationTokens: outcome.count,
-            ...(outcome.ttftS !== undefined ? {ttftS: outcome.ttftS} : {}), itlS: outcome.itlS
-        });
+        const entry: LedgerEntry = {serial: this.serial++, version: 0, lifecycle};
+        this.totals.arrived++;
+        this.inFlight.set(lifecycle, entry);
+        this.recent.set(entry.serial, entry);
+        if (this.recent.size > this.options.maxRecentRequests)
+            this.recent.delete(this.recent.keys().next().value!);
     }
 
-    private finish(tracker: RequestTracker, end: FinishInput, now: number): void {
-        this.inFlight.delete(tracker.record.id);
-        const stats = tracker.finish(end);
-        this.totals.byReason[end.reason]++;
-        this.totals.finishedPromptTokens += stats.promptTokens;
-        this.totals.finishedGenerationTokens += stats.generationTokens;
+    private finish(lifecycle: RequestLifecycle, now: number): void {
+        if (!this.inFlight.delete(lifecycle) || lifecycle.reason === undefined)
+            return;
+        this.totals.byReason[lifecycle.reason]++;
+        this.totals.finishedPromptTokens += lifecycle.promptTokens;
+        this.totals.finishedGenerationTokens += lifecycle.generatedTokens;
         this.finishedWindow.add(now, 1);
         const metrics = this.metrics;
-        metrics.observe("e2e", stats.e2eS, now);
-        if (stats.queueS !== undefined) metrics.observe("queue", stats.queueS, now);
-        if (stats.prefillS !== undefined) metrics.observe("prefill", stats.prefillS, now);
-        if (stats.decodeS !== undefined) metrics.observe("decode", stats.decodeS, now);
-        if (stats.inferenceS !== undefined) metrics.observe("inference", stats.inferenceS, now);
-        if (stats.tpotS !== undefined) metrics.observe("tpot", stats.tpotS, now);
-        metrics.observe("promptTokens", stats.promptTokens, now);
-        metrics.observe("generationTokens", stats.generationTokens, now);
-        this.toLoggers({type: "finished", t: now, request: stats});
+        const {e2eS, queueS, prefillS, decodeS, inferenceS, tpotS} = lifecycle.metrics;
+        if (e2eS !== undefined) metrics.observe("e2e", e2eS, now);
+        if (queueS !== undefined) metrics.observe("queue", queueS, now);
+        if (prefillS !== undefined) metrics.observe("prefill", prefillS, now);
+        if (decodeS !== undefined) metrics.observe("decode", decodeS, now);
+        if (inferenceS !== undefined) metrics.observe("inference", inferenceS, now);
+        if (tpotS !== undefined) metrics.observe("tpot", tpotS, now);
+        metrics.observe("promptTokens", lifecycle.promptTokens, now);
+        metrics.observe("generationTokens", lifecycle.generatedTokens, now);
     }
 
     private ledger(): RequestLedgerView {
@@ -468,35 +431,12 @@ export class StatsManager {
             this.nextSampleAt += this.options.sampleIntervalMs;
     }
 
-    private requestsSince(cursor: number): RequestRecord[] {
-        const out: RequestRecord[] = [];
-        for (const tracker of this.recent.values())
-            if (tracker.version > cursor)
-                out.push(tracker.copy());
+    private requestsSince(cursor: number): RequestLifecycle[] {
+        const out: RequestLifecycle[] = [];
+        for (const entry of this.recent.values())
+            if (entry.version > cursor)
+                out.push(copyLifecycle(entry.lifecycle));
         return out;
-    }
-
-    private touch(tracker: RequestTracker): void {
-        tracker.version = ++this.requestVersion;
-    }
-
-    /** Tells the loggers when the engine state changed (e.g. became stalled). */
-    private checkState(now: number): void {
-        const state = this.engine.state(now, this.inFlight.size);
-        if (state === this.lastState)
-            return;
-        this.lastState = state;
-        this.gaugesToLoggers(now);
-    }
-
-    private gaugesToLoggers(now: number): void {
-        if (this.loggers.length > 0)
-            this.toLoggers({type: "gauges", t: now, gauges: this.engine.gauges(now, this.inFlight.size)});
-    }
-
-    private toLoggers(update: StatUpdate): void {
-        for (const logger of this.loggers)
-            this.safely(() => logger.record(update));
     }
 
     private safely(action: () => void): void {
@@ -506,4 +446,9 @@ export class StatsManager {
             this.options.onError(error);
         }
     }
+}
+
+/** A copy safe to hand to views (the client keeps changing the original while the request runs). */
+function copyLifecycle(lifecycle: RequestLifecycle): RequestLifecycle {
+    return {...lifecycle, preemptions: [...lifecycle.preemptions], metrics: {...lifecycle.metrics}};
 }

@@ -1,5 +1,4 @@
 import type {EngineClient} from "../engineClient/engineClient.js";
-import {attachToEngineClient} from "./attachToEngineClient.js";
 import {LoggingStatLogger} from "./loggers/loggingStatLogger.js";
 import {PrometheusStatLogger} from "./loggers/prometheusStatLogger.js";
 import type {StatLogger} from "./loggers/statLogger.js";
@@ -40,7 +39,7 @@ export class StatsPipeline implements StatsSession {
         });
     }
 
-    /** Starts the loggers the options ask for; throws PrometheusPortInUseError when the port is taken. */
+    /** Starts the loggers the options ask for; throws PortInUseError when the port is taken. */
     static async create(options: StatsPipelineOptions): Promise<StatsPipeline> {
         const pipeline = new StatsPipeline(options);
         await pipeline.applyLiveSettings({logIntervalS: options.logIntervalS ?? 10, prometheusPort: options.prometheusPort ?? 0});
@@ -54,7 +53,16 @@ export class StatsPipeline implements StatsSession {
 
     attach(client: EngineClient): void {
         if (!this.detachers.has(client))
-            this.detachers.set(client, attachToEngineClient(this.manager, client));
+            this.detachers.set(client, this.observe(client));
+    }
+
+    /** Follows a client; a client that is already running first tells the manager its info and state. */
+    private observe(client: EngineClient): () => void {
+        const info = client.info;
+        if (info !== undefined && client.state === "ready")
+            this.manager.onEngineReady(info);
+        this.manager.onEngineState(client.state);
+        return client.observe(this.manager);
     }
 
     detach(client: EngineClient): void {

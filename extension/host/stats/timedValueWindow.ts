@@ -1,7 +1,7 @@
 /**
- * Recorded values with the time they were recorded, for exact percentiles over a recent time window.
- * Memory is bounded twice: at most `capacity` values (the oldest dropped first) and only values newer
- * than `windowMs` count.
+ * Recorded values with the time they were recorded, for exact percentiles over a recent time window
+ * (the caller picks it: `since(now - windowMs)`). At most `capacity` values are kept, the oldest
+ * dropped first.
  */
 export class TimedValueWindow {
     private readonly times: Float64Array;
@@ -11,7 +11,7 @@ export class TimedValueWindow {
     /** Bumps on every push; lets callers cache what they computed from the contents. */
     version = 0;
 
-    constructor(readonly capacity: number, readonly windowMs: number) {
+    constructor(readonly capacity: number) {
         if (!Number.isInteger(capacity) || capacity < 1)
             throw new RangeError(`window capacity must be a positive integer, got ${capacity}`);
         this.times = new Float64Array(capacity);
@@ -27,11 +27,6 @@ export class TimedValueWindow {
         else
             this.start = (this.start + 1) % this.capacity;
         this.version++;
-    }
-
-    /** Values recorded in the window ending at `now`: recorded after `now - windowMs`. */
-    inWindow(now: number): Float64Array {
-        return this.since(now - this.windowMs);
     }
 
     /** Values recorded strictly after `t`, oldest first. */

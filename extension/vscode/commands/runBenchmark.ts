@@ -2,6 +2,7 @@ import * as vscode from "vscode";
 import {computeBenchMetrics, formatBenchTable} from "../../host/bench/benchMetrics.js";
 import {runWorkload, type Workload} from "../../host/bench/runBenchmark.js";
 import type {EngineController} from "../engineController.js";
+import {formatNumber, formatTokensPerS} from "../../../common/format.js";
 
 type Preset = vscode.QuickPickItem & {workload: Workload};
 
@@ -41,7 +42,8 @@ export async function runBenchmark(controller: EngineController, log: vscode.Log
     });
     const metrics = computeBenchMetrics(outcome.results, outcome.durationS);
     log.info(`Benchmark ${preset.label}${outcome.cancelled ? " (cancelled)" : ""}:\n${formatBenchTable(metrics)}`);
-    const summary = `${metrics.completed} requests, ${metrics.output_throughput.toFixed(1)} tok/s output, median TTFT ${metrics.median_ttft_ms.toFixed(0)} ms, median ITL ${metrics.median_itl_ms.toFixed(1)} ms`;
+    const summary = `${metrics.completed} requests, ${formatTokensPerS(metrics.output_throughput)} output, ` +
+        `median TTFT ${formatNumber(metrics.median_ttft_ms)} ms, median ITL ${formatNumber(metrics.median_itl_ms)} ms`;
     const action = await vscode.window.showInformationMessage(`Benchmark ${outcome.cancelled ? "cancelled" : "done"}: ${summary}`, "Show Table");
     if (action === "Show Table")
         log.show(true);

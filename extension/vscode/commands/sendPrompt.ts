@@ -52,7 +52,7 @@ export async function sendPrompt(controller: EngineController, log: vscode.LogOu
         const result = await handle.done;
         flush();
         await writing;
-        const ttft = result.timings.firstDelivered !== undefined ? `, TTFT ${(result.timings.firstDelivered - result.timings.arrival).toFixed(0)} ms` : "";
+        const ttft = result.metrics.ttftS !== undefined ? `, TTFT ${(result.metrics.ttftS * 1000).toFixed(0)} ms` : "";
         const summary = `request ${result.id}: ${result.reason}, ${result.promptTokens} prompt + ${result.generatedTokens} generated tokens${ttft}`;
         log.info(summary);
         if (result.reason === "error")

@@ -1,5 +1,7 @@
 import {nowMs} from "../../../../common/clock.js";
-import type {StatLogger, StatUpdate} from "./statLogger.js";
+import type {EngineInfo} from "../../../../protocol/engineMessages.js";
+import type {IterationStats} from "../../engineClient/engineStep.js";
+import type {EngineGaugeValues, StatLogger} from "./statLogger.js";
 
 export type LoggingStatLoggerOptions = {
     /** Where each line goes (an output channel, stdout). Required. */
@@ -26,9 +28,6 @@ export class LoggingStatLogger implements StatLogger {
     private lastLogAt: number;
     private promptTokens = 0;
     private generationTokens = 0;
-    private running = 0;
-    private waiting = 0;
-    private kvCacheUsage = 0;
     private cpu = false;
     private lastActive = false;
 
@@ -42,36 +41,29 @@ export class LoggingStatLogger implements StatLogger {
         this.lastLogAt = (options.now ?? nowMs)();
     }
 
-    record(update: StatUpdate): void {
-        switch (update.type) {
-            case "tokens":
-                this.promptTokens += update.promptTokens;
-                this.generationTokens += update.generationTokens;
-                return;
-            case "gauges":
-                this.running = update.gauges.running;
-                this.waiting = update.gauges.waiting;
-                this.kvCacheUsage = update.gauges.kvCacheUsage;
-                return;
-            case "engine":
-                this.cpu = update.info.backend === "cpu";
-                return;
-            case "reset":
-                this.promptTokens = 0;
-                this.generationTokens = 0;
-                this.lastLogAt = update.t;
-                return;
-            default:
-                return;
-        }
+    recordEngine(info: EngineInfo, _maxModelLen: number): void {
+        this.cpu = info.backend === "cpu";
     }
 
-    log(now: number): void {
+    record(_scheduler: unknown, iteration: IterationStats): void {
+        this.promptTokens += iteration.promptTokens;
+        this.generationTokens += iteration.generationTokens;
+    }
+
+    recordRejected(): void {}
+
+    reset(now: number): void {
+        this.promptTokens = 0;
+        this.generationTokens = 0;
+        this.lastLogAt = now;
+    }
+
+    log(now: number, gauges: EngineGaugeValues): void {
         const elapsedMs = now - this.lastLogAt;
         if (elapsedMs < this.intervalMs)
             return;
-        const line = this.formatLine(elapsedMs);
-        const active = this.promptTokens > 0 || this.generationTokens > 0 || this.running > 0 || this.waiting > 0;
+        const line = this.formatLine(elapsedMs, gauges);
+        const active = this.promptTokens > 0 || this.generationTokens > 0 || gauges.running > 0 || gauges.waiting > 0;
         this.promptTokens = 0;
         this.generationTokens = 0;
         this.lastLogAt = now;
@@ -82,13 +74,13 @@ export class LoggingStatLogger implements StatLogger {
 
     dispose(): void {}
 
-    private formatLine(elapsedMs: number): string {
+    private formatLine(elapsedMs: number, gauges: EngineGaugeValues): string {
         const seconds = elapsedMs / 1000;
         const promptThroughput = this.promptTokens / seconds;
         const generationThroughput = this.generationTokens / seconds;
         return `${this.prefix}Avg prompt throughput: ${promptThroughput.toFixed(1)} tokens/s, ` +
             `Avg generation throughput: ${generationThroughput.toFixed(1)} tokens/s, ` +
-            `Running: ${this.running} reqs, Waiting: ${this.waiting} reqs, ` +
-            `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(this.kvCacheUsage * 100).toFixed(1)}%`;
+            `Running: ${gauges.running} reqs, Waiting: ${gauges.waiting} reqs, ` +
+            `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(gauges.kvCacheUsage * 100).toFixed(1)}%`;
     }
 }

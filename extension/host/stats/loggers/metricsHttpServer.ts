@@ -1,12 +1,6 @@
 import http from "node:http";
-import type {AddressInfo} from "node:net";
-
-export class PrometheusPortInUseError extends Error {
-    override readonly name = "PrometheusPortInUseError";
-    constructor(readonly port: number, readonly host: string) {
-        super(`Prometheus port ${port} is already in use`);
-    }
-}
+import {listen, PortInUseError} from "../../net/listen.js";
+import {errorMessage} from "../../../../common/errorMessage.js";
 
 export class PrometheusServerError extends Error {
     override readonly name = "PrometheusServerError";
@@ -16,7 +10,7 @@ export type MetricsBody = {contentType: string, body: string};
 
 /** A minimal HTTP server answering `GET /metrics` (and HEAD); 404 elsewhere, 405 for other methods. */
 export class MetricsHttpServer {
-    private constructor(private readonly server: http.Server, readonly host: string, readonly port: number) {}
+    private constructor(private readonly server: http.Server, readonly port: number, readonly url: string) {}
 
     static async listen(host: string, port: number, render: () => Promise<MetricsBody>): Promise<MetricsHttpServer> {
         if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -38,24 +32,12 @@ export class MetricsHttpServer {
                 response.writeHead(500, {"content-type": "text/plain; charset=utf-8"}).end(`metrics failed: ${String(error)}\n`);
             });
         });
-        await new Promise<void>((resolve, reject) => {
-            const onError = (error: NodeJS.ErrnoException): void => {
-                reject(error.code === "EADDRINUSE"
-                    ? new PrometheusPortInUseError(port, host)
-                    : new PrometheusServerError(`could not serve Prometheus metrics on ${host}:${port}: ${error.message}`));
-            };
-            server.once("error", onError);
-            server.listen(port, host, () => {
-                server.off("error", onError);
-                resolve();
-            });
+        const address = await listen(server, {host, port, purpose: "Prometheus"}).catch((error: unknown) => {
+            throw error instanceof PortInUseError
+                ? error
+                : new PrometheusServerError(`could not serve Prometheus metrics on ${host}:${port}: ${errorMessage(error)}`);
         });
-        return new MetricsHttpServer(server, host, (server.address() as AddressInfo).port);
-    }
-
-    get url(): string {
-        const host = this.host.includes(":") ? `[${this.host}]` : this.host;
-        return `http://${host}:${this.port}/metrics`;
+        return new MetricsHttpServer(server, address.port, `http://${address.urlHost}:${address.port}/metrics`);
     }
 
     async close(): Promise<void> {

@@ -3,7 +3,11 @@ import {finishReasons} from "../../../../protocol/engineMessages.js";
 import type {EngineStateName} from "../../../../protocol/statsView.js";
 import {MetricsHttpServer} from "./metricsHttpServer.js";
 import {VllmMetrics, type BaseLabel} from "./prometheusMetrics.js";
-import type {FinishedRequestStats, StatLogger, StatUpdate} from "./statLogger.js";
+import type {EngineInfo} from "../../../../protocol/engineMessages.js";
+import type {RequestLifecycle} from "../../../../protocol/requestLifecycle.js";
+import type {RejectedMessage} from "../../engineClient/engineObserver.js";
+import type {IterationStats, SchedulerStats} from "../../engineClient/engineStep.js";
+import type {EngineGaugeValues, StatLogger} from "./statLogger.js";
 
 export type PrometheusStatLoggerOptions = {
     /** Port of the `/metrics` endpoint; 0 picks a free one (see `port` after start). Default 0. */
@@ -36,7 +40,7 @@ export class PrometheusStatLogger implements StatLogger {
     private labels: Labels;
     private readonly fixedModelName: string | undefined;
     /** Finished requests seen before the length buckets were known; replayed once they are. */
-    private pendingLengths: Array<{labels: Labels, request: FinishedRequestStats}> = [];
+    private pendingLengths: Array<{labels: Labels, request: RequestLifecycle}> = [];
     /** Label sets whose series exist (prom-client's `zero` would wipe an existing histogram). */
     private readonly initialized: Labels[] = [];
     private server: MetricsHttpServer | undefined;
@@ -50,7 +54,7 @@ export class PrometheusStatLogger implements StatLogger {
             this.initializeSeries(this.labels);
     }
 
-    /** Creates the logger and (unless `serve: false`) starts its HTTP endpoint; throws PrometheusPortInUseError. */
+    /** Creates the logger and (unless `serve: false`) starts its HTTP endpoint; throws PortInUseError. */
     static async start(options: PrometheusStatLoggerOptions = {}): Promise<PrometheusStatLogger> {
         const logger = new PrometheusStatLogger(options);
         if (options.serve ?? true)
@@ -74,75 +78,59 @@ export class PrometheusStatLogger implements StatLogger {
         return await this.registry.metrics();
     }
 
-    record(update: StatUpdate): void {
+    recordEngine(info: EngineInfo, maxModelLen: number): void {
         const m = this.metrics;
-        const labels = this.labels;
-        switch (update.type) {
-            case "engine": {
-                if (this.fixedModelName === undefined && update.info.model.name !== labels.model_name)
-                    this.relabel(update.info.model.name);
-                this.initializeSeries(this.labels);
-                if (m.lengths === undefined) {
-                    const lengths = m.createLengthHistograms(this.options.maxModelLen ?? update.maxModelLen);
-                    for (const initialized of this.initialized)
-                        for (const histogram of lengths)
-                            histogram.zero(initialized);
-                    for (const pending of this.pendingLengths)
-                        this.observeLengths(pending.labels, pending.request);
-                    this.pendingLengths = [];
-                }
-                return;
-            }
-            case "tokens":
-                m.promptTokens.inc(labels, update.promptTokens);
-                m.generationTokens.inc(labels, update.generationTokens);
-                if (update.ttftS !== undefined)
-                    m.ttft.observe(labels, update.ttftS);
-                for (const itl of update.itlS)
-                    m.itl.observe(labels, itl);
-                return;
-            case "preempted":
-                m.preemptions.inc(labels);
-                return;
-            case "finished": {
-                const request = update.request;
-                m.requestSuccess.inc({...labels, finished_reason: request.reason});
-                m.e2e.observe(labels, request.e2eS);
-                if (request.queueS !== undefined) m.queue.observe(labels, request.queueS);
-                if (request.prefillS !== undefined) m.prefill.observe(labels, request.prefillS);
-                if (request.inferenceS !== undefined) m.inference.observe(labels, request.inferenceS);
-                if (request.decodeS !== undefined) m.decode.observe(labels, request.decodeS);
-                if (request.tpotS !== undefined) m.tpot.observe(labels, request.tpotS);
-                if (m.lengths !== undefined)
-                    this.observeLengths(labels, request);
-                else if (this.pendingLengths.push({labels, request}) > maxPendingLengths)
-                    this.pendingLengths.shift();
-                return;
-            }
-            case "step":
-                m.iterationTokens.observe(labels, update.stepTokens);
-                return;
-            case "gauges": {
-                const g = update.gauges;
-                m.running.set(labels, g.running);
-                m.waiting.set(labels, g.waiting);
-                m.kvCacheUsage.set(labels, g.kvCacheUsage);
-                m.engineStall.set(labels, g.msSinceLastStep / 1000);
-                m.vramUsed.set(labels, g.vramUsedBytes);
-                m.vramTotal.set(labels, g.vramTotalBytes);
-                for (const state of engineStates)
-                    m.engineState.set({...labels, state}, state === g.state ? 1 : 0);
-                return;
-            }
-            case "rejected":
-                m.rejectedMessages.inc({...labels, source: update.source});
-                return;
-            case "reset":
-                return;
+        if (this.fixedModelName === undefined && info.model.name !== this.labels.model_name)
+            this.relabel(info.model.name);
+        this.initializeSeries(this.labels);
+        if (m.lengths === undefined) {
+            const lengths = m.createLengthHistograms(this.options.maxModelLen ?? maxModelLen);
+            for (const initialized of this.initialized)
+                for (const histogram of lengths)
+                    histogram.zero(initialized);
+            for (const pending of this.pendingLengths)
+                this.observeLengths(pending.labels, pending.request);
+            this.pendingLengths = [];
         }
     }
 
-    log(_now: number): void {}
+    record(scheduler: SchedulerStats | undefined, iteration: IterationStats): void {
+        const m = this.metrics;
+        const labels = this.labels;
+        if (scheduler !== undefined && scheduler.stepTokens > 0)
+            m.iterationTokens.observe(labels, scheduler.stepTokens);
+        if (iteration.promptTokens > 0)
+            m.promptTokens.inc(labels, iteration.promptTokens);
+        if (iteration.generationTokens > 0)
+            m.generationTokens.inc(labels, iteration.generationTokens);
+        for (const ttft of iteration.ttftS)
+            m.ttft.observe(labels, ttft);
+        for (const itl of iteration.itlS)
+            m.itl.observe(labels, itl);
+        if (iteration.preemptions > 0)
+            m.preemptions.inc(labels, iteration.preemptions);
+        for (const request of iteration.finished)
+            this.recordFinished(labels, request);
+    }
+
+    recordRejected(source: RejectedMessage["source"]): void {
+        this.metrics.rejectedMessages.inc({...this.labels, source});
+    }
+
+    log(_now: number, gauges: EngineGaugeValues): void {
+        const m = this.metrics;
+        const labels = this.labels;
+        m.running.set(labels, gauges.running);
+        m.waiting.set(labels, gauges.waiting);
+        m.kvCacheUsage.set(labels, gauges.kvCacheUsage);
+        m.engineStall.set(labels, gauges.msSinceLastStep / 1000);
+        m.vramUsed.set(labels, gauges.vramUsedBytes);
+        m.vramTotal.set(labels, gauges.vramTotalBytes);
+        for (const state of engineStates)
+            m.engineState.set({...labels, state}, state === gauges.state ? 1 : 0);
+    }
+
+    reset(): void {}
 
     async dispose(): Promise<void> {
         const server = this.server;
@@ -150,10 +138,26 @@ export class PrometheusStatLogger implements StatLogger {
         await server?.close();
     }
 
-    private observeLengths(labels: Labels, request: FinishedRequestStats): void {
+    private recordFinished(labels: Labels, request: RequestLifecycle): void {
+        const m = this.metrics;
+        const metrics = request.metrics;
+        m.requestSuccess.inc({...labels, finished_reason: request.reason ?? "error"});
+        if (metrics.e2eS !== undefined) m.e2e.observe(labels, metrics.e2eS);
+        if (metrics.queueS !== undefined) m.queue.observe(labels, metrics.queueS);
+        if (metrics.prefillS !== undefined) m.prefill.observe(labels, metrics.prefillS);
+        if (metrics.inferenceS !== undefined) m.inference.observe(labels, metrics.inferenceS);
+        if (metrics.decodeS !== undefined) m.decode.observe(labels, metrics.decodeS);
+        if (metrics.tpotS !== undefined) m.tpot.observe(labels, metrics.tpotS);
+        if (m.lengths !== undefined)
+            this.observeLengths(labels, request);
+        else if (this.pendingLengths.push({labels, request}) > maxPendingLengths)
+            this.pendingLengths.shift();
+    }
+
+    private observeLengths(labels: Labels, request: RequestLifecycle): void {
         const lengths = this.metrics.lengths!;
         lengths.prompt.observe(labels, request.promptTokens);
-        lengths.generation.observe(labels, request.generationTokens);
+        lengths.generation.observe(labels, request.generatedTokens);
         if (request.maxTokens > 0)
             lengths.maxTokens.observe(labels, request.maxTokens);
     }

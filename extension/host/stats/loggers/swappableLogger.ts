@@ -1,4 +1,7 @@
-import type {StatLogger, StatUpdate} from "./statLogger.js";
+import type {EngineInfo} from "../../../../protocol/engineMessages.js";
+import type {RejectedMessage} from "../../engineClient/engineObserver.js";
+import type {IterationStats, SchedulerStats} from "../../engineClient/engineStep.js";
+import type {EngineGaugeValues, StatLogger} from "./statLogger.js";
 
 /**
  * A logger slot whose logger can be replaced or removed while StatsManager runs (e.g. when a
@@ -18,12 +21,24 @@ export class SwappableLogger implements StatLogger {
         await previous?.dispose();
     }
 
-    record(update: StatUpdate): void {
-        this.current?.record(update);
+    recordEngine(info: EngineInfo, maxModelLen: number): void {
+        this.current?.recordEngine(info, maxModelLen);
     }
 
-    log(now: number): void {
-        this.current?.log(now);
+    record(scheduler: SchedulerStats | undefined, iteration: IterationStats): void {
+        this.current?.record(scheduler, iteration);
+    }
+
+    recordRejected(source: RejectedMessage["source"]): void {
+        this.current?.recordRejected(source);
+    }
+
+    log(now: number, gauges: EngineGaugeValues): void {
+        this.current?.log(now, gauges);
+    }
+
+    reset(now: number): void {
+        this.current?.reset(now);
     }
 
     async dispose(): Promise<void> {

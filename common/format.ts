@@ -1,4 +1,8 @@
-/** Number, size, duration and clock-time formatting for the panel's text. */
+/**
+ * Number, size, duration, rate and clock-time formatting for what people read: the stats panel, the
+ * status bar, log lines and the CLI. Browser-safe (the panel bundle uses it). Machine-read output
+ * (CSV, JSON, vLLM's benchmark table) keeps its own fixed formats.
+ */
 
 /** A number with precision by magnitude (3 significant-ish digits); integers as integers. */
 export function formatNumber(value: number | null | undefined): string {
@@ -18,6 +22,7 @@ export function formatNumber(value: number | null | undefined): string {
 
 const byteUnits = ["B", "KiB", "MiB", "GiB", "TiB"];
 
+/** "512 B", "3.5 MiB", "1.2 GiB" (powers of 1024). */
 export function formatBytes(bytes: number): string {
     let value = bytes;
     let unit = 0;
@@ -28,7 +33,7 @@ export function formatBytes(bytes: number): string {
     return `${unit === 0 ? value.toFixed(0) : value.toFixed(1)} ${byteUnits[unit]}`;
 }
 
-/** "3.2 s", "4m 05s", "2h 03m". */
+/** "3.2 s", "4m 05s", "2h 03m"; "–" for a negative or non-finite duration. */
 export function formatDuration(ms: number): string {
     if (!Number.isFinite(ms) || ms < 0)
         return "–";
@@ -40,6 +45,19 @@ export function formatDuration(ms: number): string {
     const m = Math.floor((totalSeconds % 3600) / 60);
     const s = totalSeconds % 60;
     return h > 0 ? `${h}h ${pad(m)}m` : `${m}m ${pad(s)}s`;
+}
+
+/** "42.1 tok/s". */
+export function formatTokensPerS(tokensPerS: number): string {
+    return `${tokensPerS.toFixed(1)} tok/s`;
+}
+
+/** A parameter count: "1.5 B", "20.0 M", "7.5 K", "512". */
+export function formatParams(count: number): string {
+    if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B`;
+    if (count >= 1e6) return `${(count / 1e6).toFixed(1)} M`;
+    if (count >= 1e3) return `${(count / 1e3).toFixed(1)} K`;
+    return String(count);
 }
 
 /** Local clock time HH:MM:SS of an epoch-ms timestamp. */

@@ -1,0 +1,43 @@
+/** Checks and converts one flag's text (from readCommandLine's values); a bad value is a UsageError naming the flag. */
+import {UsageError} from "./commandLine.js";
+
+/** An integer in [min, max]; `fallback` when the flag is absent. */
+export function integerValue(name: string, raw: string | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+    if (raw === undefined)
+        return fallback;
+    const value = raw.trim() === "" ? NaN : Number(raw);
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+        const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+        throw new UsageError(`--${name} must be an integer ${range}, got ${JSON.stringify(raw)}`);
+    }
+    return value;
+}
+
+/** A TCP port, 0..65535; `fallback` when absent. */
+export function portValue(name: string, raw: string | undefined, fallback: number): number {
+    return integerValue(name, raw, fallback, 0, 65535);
+}
+
+/** A finite number > 0; `fallback` when absent; "inf" is Infinity when `allowInfinity`. */
+export function positiveNumberValue(name: string, raw: string | undefined, fallback: number, allowInfinity = false): number {
+    if (raw === undefined)
+        return fallback;
+    if (allowInfinity && raw === "inf")
+        return Infinity;
+    const value = raw.trim() === "" ? NaN : Number(raw);
+    if (!Number.isFinite(value) || value <= 0)
+        throw new UsageError(`--${name} must be a positive number${allowInfinity ? ' or "inf"' : ""}, got ${JSON.stringify(raw)}`);
+    return value;
+}
+
+/** One of `choices`; `fallback` when absent. */
+export function choiceValue<Choice extends string>(name: string, raw: string | undefined, choices: readonly Choice[],
+    fallback: Choice): Choice {
+    if (raw === undefined)
+        return fallback;
+    if (!(choices as readonly string[]).includes(raw)) {
+        const list = choices.length > 1 ? `${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}` : String(choices[0]);
+        throw new UsageError(`--${name} must be ${list}, got ${JSON.stringify(raw)}`);
+    }
+    return raw as Choice;
+}

@@ -1,0 +1,105 @@
+import type {FinishReason, RequestEvent, StepStats} from "../../../protocol/engineMessages.js";
+import {emptyIteration, type EngineStep} from "./engineStep.js";
+import {RequestState, type RequestResult} from "./requestState.js";
+
+/** A piece of streamed text as delivered to the host. */
+export type TextChunk = {text: string, tokens: number, deliveredAt: number};
+
+export type OutputProcessorHooks = {
+    /** A request's new text (called for every tokens event, in order). */
+    onChunk?: (id: string, chunk: TextChunk) => void,
+    /** A request ended; called once per request, after its last chunk. */
+    onFinished?: (id: string, result: RequestResult) => void
+};
+
+/**
+ * The host's requests in flight (vLLM's `OutputProcessor`): turns each outputs message of the engine
+ * into the requests' lifecycles, their streamed text, and one EngineStep for the observers. Engine
+ * times are moved onto the host clock here, once.
+ */
+export class OutputProcessor {
+    private readonly states = new Map<string, RequestState>();
+
+    constructor(private readonly hooks: OutputProcessorHooks = {}) {}
+
+    get inFlightCount(): number {
+        return this.states.size;
+    }
+
+    has(id: string): boolean {
+        return this.states.has(id);
+    }
+
+    /** A request entered the host; returns the step that announces it. */
+    arrive(id: string, t: number, priority: number, maxTokens: number): EngineStep {
+        if (this.states.has(id))
+            throw new Error(`duplicate request id ${JSON.stringify(id)}: it is still in flight`);
+        const state = new RequestState(id, t, priority, maxTokens);
+        this.states.set(id, state);
+        const iteration = emptyIteration(t);
+        iteration.arrived.push(state.lifecycle);
+        iteration.updated.push(state.lifecycle);
+        return {iteration};
+    }
+
+    /**
+     * One outputs message. `toHost` is added to engine times (host clock − engine clock). Events of
+     * requests not in flight are skipped and their ids returned.
+     */
+    process(events: readonly RequestEvent[], stats: StepStats | undefined, toHost: number, receivedAt: number):
+        {step: EngineStep, unknownIds: string[]} {
+        const iteration = emptyIteration(receivedAt);
+        const unknownIds: string[] = [];
+        for (const event of events) {
+            const state = this.states.get(event.id);
+            if (state === undefined) {
+                unknownIds.push(event.id);
+                continue;
+            }
+            const hostEvent = toHost === 0 ? event : onHostClock(event, toHost);
+            if (!iteration.updated.includes(state.lifecycle))
+                iteration.updated.push(state.lifecycle);
+            state.apply(hostEvent, receivedAt, iteration);
+            if (hostEvent.kind === "tokens")
+                this.hooks.onChunk?.(event.id, {text: hostEvent.text, tokens: hostEvent.times.length, deliveredAt: receivedAt});
+            else if (hostEvent.kind === "finished")
+                this.end(state);
+        }
+        const step: EngineStep = {iteration};
+        if (stats !== undefined)
+            step.scheduler = toHost === 0 ? stats : {...stats, t: stats.t + toHost};
+        return {step, unknownIds};
+    }
+
+    /** Ends requests on the host side (the engine never got them, or is gone); undefined when none was in flight. */
+    finishLocally(ids: readonly string[], reason: FinishReason, error: string, t: number): EngineStep | undefined {
+        const iteration = emptyIteration(t);
+        for (const id of ids) {
+            const state = this.states.get(id);
+            if (state === undefined)
+                continue;
+            const lifecycle = state.lifecycle;
+            iteration.updated.push(lifecycle);
+            state.finish({t, receivedAt: t, reason, promptTokens: lifecycle.promptTokens, generatedTokens: state.tokenTimes.length, error},
+                iteration);
+            this.end(state);
+        }
+        return iteration.finished.length === 0 ? undefined : {iteration};
+    }
+
+    /** Every request in flight, for `finishLocally` when the engine is gone. */
+    inFlightIds(): string[] {
+        return [...this.states.keys()];
+    }
+
+    private end(state: RequestState): void {
+        this.states.delete(state.lifecycle.id);
+        this.hooks.onFinished?.(state.lifecycle.id, state.result());
+    }
+}
+
+function onHostClock(event: RequestEvent, toHost: number): RequestEvent {
+    if (event.kind === "tokens")
+        return {...event, times: event.times.map((t) => t + toHost)};
+    return {...event, t: event.t + toHost};
+}

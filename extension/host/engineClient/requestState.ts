@@ -1,0 +1,139 @@
+import type {FinishReason, RequestEvent} from "../../../protocol/engineMessages.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
+import type {IterationStats} from "./engineStep.js";
+
+const maxPreemptionTimes = 100;
+const maxErrorLength = 500;
+
+/** A chunk of streamed output as the host delivered it. */
+export type Delivery = {t: number, tokens: number};
+
+/** A finished request: its final lifecycle plus what was generated. */
+export type RequestResult = RequestLifecycle & {
+    reason: FinishReason,
+    finished: number,
+    lastDelivered: number,
+    text: string,
+    /** Host-clock time each generated token was sampled. */
+    tokenTimes: number[],
+    /** Host-clock time each chunk was delivered to the host, with its token count. */
+    deliveries: Delivery[]
+};
+
+export type FinishInput = {t: number, receivedAt: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string};
+
+const seconds = (later: number, earlier: number): number => (later - earlier) / 1000;
+
+/**
+ * One request in flight on the host (vLLM's `RequestState`): its lifecycle, built from the engine's
+ * events already moved onto the host clock, and the text streamed so far. Each `apply` adds what the
+ * event contributed to the step's IterationStats. Metrics (vLLM V1's definitions):
+ * TTFT = first tokens delivered − arrival; ITL = gaps between token times; at the finish,
+ * e2e = finish delivered − arrival, queue = scheduled − queued, prefill = firstToken − scheduled,
+ * decode = lastToken − firstToken, inference = lastToken − scheduled, TPOT = decode / (generated − 1).
+ */
+export class RequestState {
+    readonly lifecycle: RequestLifecycle;
+    text = "";
+    readonly tokenTimes: number[] = [];
+    readonly deliveries: Delivery[] = [];
+
+    constructor(id: string, arrival: number, priority: number, maxTokens: number) {
+        this.lifecycle = {id, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, generatedTokens: 0, metrics: {}};
+    }
+
+    /** Applies one event (times on the host clock, `receivedAt` its delivery) and records its contribution. */
+    apply(event: RequestEvent, receivedAt: number, iteration: IterationStats): void {
+        const lifecycle = this.lifecycle;
+        switch (event.kind) {
+            case "inputProcessed":
+                lifecycle.inputProcessed = event.t;
+                lifecycle.promptTokens = event.promptTokens;
+                return;
+            case "queued":
+                lifecycle.queued ??= event.t;
+                lifecycle.phase = "waiting";
+                return;
+            case "scheduled":
+                lifecycle.scheduled ??= event.t;
+                lifecycle.phase = "running";
+                return;
+            case "preempted":
+                if (lifecycle.preemptions.length < maxPreemptionTimes)
+                    lifecycle.preemptions.push(event.t);
+                lifecycle.phase = "preempted";
+                iteration.preemptions++;
+                return;
+            case "tokens":
+                this.tokens(event.text, event.times, receivedAt, iteration);
+                return;
+            case "finished":
+                this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
+                    generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {})}, iteration);
+                return;
+        }
+    }
+
+    /** Ends the request (from an engine event, or on the host: never reached the engine, engine gone). */
+    finish(end: FinishInput, iteration: IterationStats): void {
+        const lifecycle = this.lifecycle;
+        lifecycle.phase = "finished";
+        lifecycle.finished = end.t;
+        lifecycle.lastDelivered = end.receivedAt;
+        lifecycle.reason = end.reason;
+        if (end.error !== undefined)
+            lifecycle.error = end.error.length > maxErrorLength ? `${end.error.slice(0, maxErrorLength)}…` : end.error;
+        lifecycle.promptTokens = end.promptTokens || lifecycle.promptTokens;
+        lifecycle.generatedTokens = end.generatedTokens;
+
+        const metrics = lifecycle.metrics;
+        metrics.e2eS = seconds(end.receivedAt, lifecycle.arrival);
+        const {queued, scheduled, firstToken, lastToken} = lifecycle;
+        if (scheduled !== undefined && queued !== undefined)
+            metrics.queueS = seconds(scheduled, queued);
+        if (firstToken !== undefined && scheduled !== undefined)
+            metrics.prefillS = seconds(firstToken, scheduled);
+        if (lastToken !== undefined && firstToken !== undefined)
+            metrics.decodeS = seconds(lastToken, firstToken);
+        if (lastToken !== undefined && scheduled !== undefined)
+            metrics.inferenceS = seconds(lastToken, scheduled);
+        if (metrics.decodeS !== undefined && this.tokenTimes.length > 1)
+            metrics.tpotS = metrics.decodeS / (this.tokenTimes.length - 1);
+        iteration.finished.push(lifecycle);
+    }
+
+    /** The final result; call after `finish`. */
+    result(): RequestResult {
+        const lifecycle = this.lifecycle;
+        if (lifecycle.reason === undefined || lifecycle.finished === undefined || lifecycle.lastDelivered === undefined)
+            throw new Error(`request ${lifecycle.id} has not finished`);
+        return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
+            text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries};
+    }
+
+    private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {
+        const lifecycle = this.lifecycle;
+        this.text += text;
+        this.deliveries.push({t: receivedAt, tokens: times.length});
+        if (times.length === 0)
+            return;
+        let previous = lifecycle.lastToken;
+        for (const time of times) {
+            if (previous !== undefined)
+                iteration.itlS.push(seconds(time, previous));
+            previous = time;
+            this.tokenTimes.push(time);
+        }
+        lifecycle.firstToken ??= times[0];
+        lifecycle.lastToken = times[times.length - 1];
+        if (lifecycle.firstDelivered === undefined) {
+            lifecycle.firstDelivered = receivedAt;
+            lifecycle.metrics.ttftS = seconds(receivedAt, lifecycle.arrival);
+            iteration.ttftS.push(lifecycle.metrics.ttftS);
+            iteration.promptTokens += lifecycle.promptTokens;
+        }
+        lifecycle.generatedTokens = this.tokenTimes.length;
+        iteration.generationTokens += times.length;
+        lifecycle.phase = "running";
+    }
+}

@@ -1,0 +1,58 @@
+/**
+ * THE lifecycle of one request, declared once. The host builds it from the engine's lifecycle events
+ * (extension/host/engineClient/requestState.ts); the same object is a request's result (with its
+ * text), StatsManager's ledger entry, the panel's waterfall row and an export row.
+ *
+ * Timestamps are epoch milliseconds on the host clock (engine times moved by the measured offset);
+ * derived durations are seconds, as vLLM's metrics (see DESIGN: "Lifecycle and metric definitions").
+ */
+import type {FinishReason} from "./engineMessages.js";
+
+export type RequestPhase = "input" | "waiting" | "running" | "preempted" | "finished";
+
+/** Derived per-request metrics (seconds), present once both ends of the interval are known. */
+export type RequestMetrics = {
+    /** First tokens delivered to the host − arrival. */
+    ttftS?: number,
+    /** Finish delivered to the host − arrival. */
+    e2eS?: number,
+    /** scheduled − queued. */
+    queueS?: number,
+    /** firstToken − scheduled. */
+    prefillS?: number,
+    /** lastToken − firstToken. */
+    decodeS?: number,
+    /** lastToken − scheduled. */
+    inferenceS?: number,
+    /** decode / (generated − 1); only when at least 2 tokens were generated. */
+    tpotS?: number
+};
+
+export type RequestLifecycle = {
+    id: string,
+    phase: RequestPhase,
+    priority: number,
+    /** The request's `maxTokens` parameter. */
+    maxTokens: number,
+    /** When the request entered the host (vLLM's `arrival_time`). */
+    arrival: number,
+    inputProcessed?: number,
+    queued?: number,
+    /** The first schedule only (a resume after preemption is not a new one, as in vLLM). */
+    scheduled?: number,
+    firstToken?: number,
+    lastToken?: number,
+    /** When the host received the first output carrying tokens. */
+    firstDelivered?: number,
+    /** Engine time of the finish. */
+    finished?: number,
+    /** When the host received the finish (the last delivery). */
+    lastDelivered?: number,
+    /** Engine times of preemptions (at most the first 100). */
+    preemptions: number[],
+    reason?: FinishReason,
+    error?: string,
+    promptTokens: number,
+    generatedTokens: number,
+    metrics: RequestMetrics
+};
