@@ -64,7 +64,7 @@ export function commandList(commands: ReadonlyArray<CommandLine<CliOptions>>): s
 
 /** Parses `args` against the declaration; throws UsageError naming the flag. `help` is true when --help/-h was given. */
 export function parseCommandArgs<Options extends CliOptions>(command: CommandLine<Options>, args: string[]):
-    {help: boolean, values: OptionValues<Options>} {
+{help: boolean, values: OptionValues<Options>} {
     const spec = Object.fromEntries(Object.entries({...command.options, help: helpOption}).map(([name, option]) =>
         [name, option.short !== undefined ? {type: option.type, short: option.short} : {type: option.type}]));
     let values: Record<string, string | boolean | undefined>;
@@ -90,7 +90,7 @@ export function parseCommandArgs<Options extends CliOptions>(command: CommandLin
  * nothing to run (0 after --help, 2 after a usage error; both already printed).
  */
 export function readCommandLine<Options extends CliOptions, Parsed>(command: CommandLine<Options>, args: string[],
-    io: Pick<CliIo, "stdout" | "stderr">, interpret: (values: OptionValues<Options>) => Parsed): {options: Parsed} | {exitCode: number} {
+                                                                    io: Pick<CliIo, "stdout" | "stderr">, interpret: (values: OptionValues<Options>) => Parsed): {options: Parsed} | {exitCode: number} {
     try {
         const {help, values} = parseCommandArgs(command, args);
         if (help) {

@@ -32,7 +32,7 @@ export function positiveNumberValue(name: string, raw: string | undefined, fallb
 
 /** One of `choices`; `fallback` when absent. */
 export function choiceValue<Choice extends string>(name: string, raw: string | undefined, choices: readonly Choice[],
-    fallback: Choice): Choice {
+                                                   fallback: Choice): Choice {
     if (raw === undefined)
         return fallback;
     if (!(choices as readonly string[]).includes(raw)) {

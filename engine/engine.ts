@@ -70,7 +70,10 @@ export class Engine {
         private readonly allowDebugRequests: boolean
     ) {
         this.kvCapacity = loaded.context.contextSize;
-        this.slots = Array.from({length: loaded.context.totalSequences}, () => ({sequence: loaded.context.getSequence(), request: undefined}));
+        this.slots = Array.from(
+            {length: loaded.context.totalSequences},
+            () => ({sequence: loaded.context.getSequence(), request: undefined})
+        );
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
     }
 
@@ -105,7 +108,7 @@ export class Engine {
     /** Handles one validated message from the host. */
     handle(message: HostToEngine): void {
         switch (message.type) {
-            case "generate": void this.admit(message.request); break;
+            case "generate": this.admit(message.request); break;
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "shutdown": void this.dispose(); break;
@@ -143,7 +146,7 @@ export class Engine {
         await this.loaded.llama.dispose();
     }
 
-    private async admit(request: GenerateRequest): Promise<void> {
+    private admit(request: GenerateRequest): void {
         if (this.requests.has(request.id)) {
             this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
             return;

@@ -2,11 +2,13 @@
  * node-llama-cpp is ESM-only and this project compiles to CommonJS (VS Code loads extensions as
  * CommonJS): values come in through `await import("node-llama-cpp")`, types through this one file.
  */
+import type * as NodeLlamaCppModule from "node-llama-cpp" with {"resolution-mode": "import"};
+
 export type {
     ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, GgufFileInfo
 } from "node-llama-cpp" with {"resolution-mode": "import"};
 
-export type NodeLlamaCpp = typeof import("node-llama-cpp", {with: {"resolution-mode": "import"}});
+export type NodeLlamaCpp = typeof NodeLlamaCppModule;
 
 let loaded: Promise<NodeLlamaCpp> | undefined;
 

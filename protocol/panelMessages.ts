@@ -36,6 +36,7 @@ export type ProtocolDirection = "hostToPanel" | "panelToHost";
 /** A message that failed validation; the receiver drops it and counts it. */
 export class PanelProtocolError extends Error {
     override readonly name = "PanelProtocolError";
+
     constructor(readonly direction: ProtocolDirection, message: string) {
         super(message);
     }
@@ -149,7 +150,12 @@ export function encodeMessage(message: HostToPanel | PanelToHost): string {
     return JSON.stringify(message);
 }
 
-function parseWith(direction: ProtocolDirection, decls: readonly MessageDecl<string, object>[], value: unknown, maxTextLength: number): {type: string} {
+function parseWith(
+    direction: ProtocolDirection,
+    decls: readonly MessageDecl<string, object>[],
+    value: unknown,
+    maxTextLength: number
+): {type: string} {
     try {
         const obj = expectObject(typeof value === "string" ? parseJson(value, maxTextLength) : value, "message");
         const type = obj.type;

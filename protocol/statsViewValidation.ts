@@ -115,7 +115,12 @@ function checkHistogram(value: unknown, what: string): HistogramView {
 }
 
 /** Checks a record keyed by histogram metric; unknown metric names are refused. */
-function checkMetricRecord<T>(value: unknown, what: string, partial: boolean, check: (item: unknown, what: string) => T): Partial<Record<HistogramMetric, T>> {
+function checkMetricRecord<T>(
+    value: unknown,
+    what: string,
+    partial: boolean,
+    check: (item: unknown, what: string) => T
+): Partial<Record<HistogramMetric, T>> {
     const obj = expectObject(value, what);
     for (const key of Object.keys(obj))
         if (!(histogramMetrics as readonly string[]).includes(key))

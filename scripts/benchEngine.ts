@@ -89,7 +89,13 @@ async function main(): Promise<void> {
                 engine.push(await engineRun(client, n));
                 bare.push(await bareRun(context, promptTokens, n));
             }
-            const row = {model: size, n, engine_tokens_per_s: percentile(engine, 50), bare_tokens_per_s: percentile(bare, 50), ratio: percentile(engine, 50) / percentile(bare, 50)};
+            const row = {
+                model: size,
+                n,
+                engine_tokens_per_s: percentile(engine, 50),
+                bare_tokens_per_s: percentile(bare, 50),
+                ratio: percentile(engine, 50) / percentile(bare, 50)
+            };
             results.push(row);
             console.log(`${size.padEnd(7)} n=${n}  engine ${row.engine_tokens_per_s.toFixed(1).padStart(7)} tok/s  bare ${row.bare_tokens_per_s.toFixed(1).padStart(7)} tok/s  ratio ${row.ratio.toFixed(3)}`);
         }

@@ -50,7 +50,9 @@ async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
     const run = await runBenchmark(options, {
         stderr: () => undefined,
         createStatsSession: async (client) => {
-            const pipeline = await StatsPipeline.create({writeLogLine: () => undefined, logIntervalS: 10, prometheusPort: await freePort()});
+            const pipeline = await StatsPipeline.create({
+                writeLogLine: () => undefined, logIntervalS: 10, prometheusPort: await freePort()
+            });
             pipeline.attach(client);
             const url = pipeline.metricsUrl!;
             scraper = setInterval(() => void fetch(url).then((r) => r.text()).then(() => scrapes++, () => undefined), 1000);
@@ -99,7 +101,11 @@ async function main(): Promise<void> {
             console.log(`${mode} pair ${i + 1}/${pairs}: output tok/s off ${off.metrics.output_throughput.toFixed(1)} on ${on.metrics.output_throughput.toFixed(1)} · ` +
                 `P99 ITL off ${off.metrics.p99_itl_ms.toFixed(2)} ms on ${on.metrics.p99_itl_ms.toFixed(2)} ms`);
         }
-        const summary = {median_output_throughput_ratio: percentile(throughputRatios, 50), median_p99_itl_ratio: percentile(p99ItlRatios, 50), pairs: rows};
+        const summary = {
+            median_output_throughput_ratio: percentile(throughputRatios, 50),
+            median_p99_itl_ratio: percentile(p99ItlRatios, 50),
+            pairs: rows
+        };
         report[mode] = summary;
         console.log(`${mode}: median output throughput on/off ${summary.median_output_throughput_ratio.toFixed(3)} (target >= 0.99), ` +
             `median P99 ITL on/off ${summary.median_p99_itl_ratio.toFixed(3)} (target <= 1.03)`);

@@ -19,7 +19,7 @@ export type PanelDebugHandle = {
 
 declare global {
     interface Window {
-        __inferenceMonitorPanel?: PanelDebugHandle;
+        __inferenceMonitorPanel?: PanelDebugHandle
     }
 }
 

@@ -58,8 +58,10 @@ export class PanelApp {
         const grid = el("div", "charts");
         root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, grid);
         // Charts are made once their canvases are in the document (chart.js measures the parent).
-        this.charts = [throughputChart(chartjs, theme), latencyChart(chartjs, theme), requestsChart(chartjs, theme), cacheChart(chartjs, theme),
-            new HistogramChart(chartjs, theme), new TimelineChart(chartjs, theme)];
+        this.charts = [
+            throughputChart(chartjs, theme), latencyChart(chartjs, theme), requestsChart(chartjs, theme), cacheChart(chartjs, theme),
+            new HistogramChart(chartjs, theme), new TimelineChart(chartjs, theme)
+        ];
         grid.append(...this.charts.map((chart) => chart.element));
         watchTheme((next) => this.applyTheme(next));
         this.store.onChange(() => {

@@ -19,9 +19,9 @@ export type TransportHandlers = {
 };
 
 export interface PanelTransport {
-    readonly kind: "vscode" | "websocket";
-    send(message: PanelToHost): void;
-    dispose(): void;
+    readonly kind: "vscode" | "websocket",
+    send(message: PanelToHost): void,
+    dispose(): void
 }
 
 type VsCodeApi = {postMessage(message: unknown): void};

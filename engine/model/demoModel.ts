@@ -6,11 +6,11 @@
  * prefill, decode, KV cache) at a known, reproducible cost without downloading anything.
  * The same `(size, seed, dtype)` always yields a byte-identical file.
  */
-import { randomBytes } from "node:crypto";
+import {randomBytes} from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { computeGgufLayout, elementCountOf, writeGguf, type GgufMetadataEntry, type GgufTensorSpec, type GgufTensorType } from "./ggufWriter";
+import {computeGgufLayout, elementCountOf, writeGguf, type GgufMetadataEntry, type GgufTensorSpec, type GgufTensorType} from "./ggufWriter.js";
 import {Xoshiro128} from "../../common/seededRandom.js";
 
 import type {DemoModelSize} from "../../protocol/engineOptions.js";
@@ -26,21 +26,21 @@ export const DEMO_MODEL_GENERATOR_VERSION = 1;
 
 /** Llama hyper-parameters of one demo size. */
 export interface DemoModelShape {
-    readonly embeddingLength: number;
-    readonly blockCount: number;
-    readonly feedForwardLength: number;
-    readonly headCount: number;
-    readonly headCountKv: number;
-    readonly contextLength: number;
+    readonly embeddingLength: number,
+    readonly blockCount: number,
+    readonly feedForwardLength: number,
+    readonly headCount: number,
+    readonly headCountKv: number,
+    readonly contextLength: number
 }
 
 export interface DemoModelSizeInfo {
-    readonly shape: DemoModelShape;
-    readonly vocabSize: number;
+    readonly shape: DemoModelShape,
+    readonly vocabSize: number,
     /** Exact number of parameters (sum of all tensor element counts). */
-    readonly parameterCount: number;
+    readonly parameterCount: number,
     /** One-line human description, e.g. for `--help`. */
-    readonly description: string;
+    readonly description: string
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ const enum TokenType {
     Normal = 1,
     Unknown = 2,
     Control = 3,
-    Byte = 6,
+    Byte = 6
 }
 
 const SPACE = "\u2581"; // "▁", SentencePiece's word-boundary marker
@@ -74,12 +74,12 @@ const COMMON_WORDS = (
 const COMMON_PIECES = ["ing", "ed", "er", "es", "ly", "tion", "ment", "ness", "est", "al", "re", "un", "th", "he", "in", "an", "on", "at", "en", "nd", "ou", "st"];
 
 export interface DemoVocabulary {
-    readonly tokens: readonly string[];
-    readonly scores: Float32Array;
-    readonly tokenTypes: Int32Array;
-    readonly unkId: number;
-    readonly bosId: number;
-    readonly eosId: number;
+    readonly tokens: readonly string[],
+    readonly scores: Float32Array,
+    readonly tokenTypes: Int32Array,
+    readonly unkId: number,
+    readonly bosId: number,
+    readonly eosId: number
 }
 
 function byteToken(byte: number): string {
@@ -93,7 +93,7 @@ function byteToken(byte: number): string {
  */
 export function buildDemoVocabulary(): DemoVocabulary {
     const special = ["<unk>", "<s>", "</s>"];
-    const bytes = Array.from({ length: 256 }, (_, b) => byteToken(b));
+    const bytes = Array.from({length: 256}, (_, b) => byteToken(b));
     const normal = new Set<string>([SPACE]);
     for (let c = 0x21; c <= 0x7e; c++) normal.add(String.fromCharCode(c));
     for (let c = 0x21; c <= 0x7e; c++) {
@@ -117,7 +117,7 @@ export function buildDemoVocabulary(): DemoVocabulary {
         tokenTypes[i] = TokenType.Normal;
         scores[i] = -(i - firstNormal); // earlier pieces merge first
     }
-    return { tokens, scores, tokenTypes, unkId: 0, bosId: 1, eosId: 2 };
+    return {tokens, scores, tokenTypes, unkId: 0, bosId: 1, eosId: 2};
 }
 
 const vocabulary = buildDemoVocabulary();
@@ -128,16 +128,16 @@ const CONTROL_TOKEN_COUNT = 3;
 // sizes
 
 const shapes: Record<DemoModelSize, DemoModelShape> = {
-    tiny: { embeddingLength: 128, blockCount: 4, feedForwardLength: 352, headCount: 4, headCountKv: 2, contextLength: 4096 },
-    small: { embeddingLength: 384, blockCount: 12, feedForwardLength: 1024, headCount: 6, headCountKv: 3, contextLength: 4096 },
-    medium: { embeddingLength: 768, blockCount: 15, feedForwardLength: 2048, headCount: 12, headCountKv: 6, contextLength: 4096 },
+    tiny: {embeddingLength: 128, blockCount: 4, feedForwardLength: 352, headCount: 4, headCountKv: 2, contextLength: 4096},
+    small: {embeddingLength: 384, blockCount: 12, feedForwardLength: 1024, headCount: 6, headCountKv: 3, contextLength: 4096},
+    medium: {embeddingLength: 768, blockCount: 15, feedForwardLength: 2048, headCount: 12, headCountKv: 6, contextLength: 4096}
 };
 
 interface TensorShape {
-    readonly name: string;
-    readonly dims: readonly number[];
+    readonly name: string,
+    readonly dims: readonly number[],
     /** Norm weights: constant 1.0, always F32. */
-    readonly isNorm: boolean;
+    readonly isNorm: boolean
 }
 
 /** All tensors of a llama model in file order, dims in ggml order (input dimension first). */
@@ -146,22 +146,22 @@ function tensorShapes(shape: DemoModelShape, vocabSize: number): TensorShape[] {
     const headDim = e / shape.headCount;
     const kvDim = headDim * shape.headCountKv;
     const ff = shape.feedForwardLength;
-    const list: TensorShape[] = [{ name: "token_embd.weight", dims: [e, vocabSize], isNorm: false }];
+    const list: TensorShape[] = [{name: "token_embd.weight", dims: [e, vocabSize], isNorm: false}];
     for (let b = 0; b < shape.blockCount; b++) {
         const p = `blk.${b}.`;
         list.push(
-            { name: `${p}attn_norm.weight`, dims: [e], isNorm: true },
-            { name: `${p}attn_q.weight`, dims: [e, e], isNorm: false },
-            { name: `${p}attn_k.weight`, dims: [e, kvDim], isNorm: false },
-            { name: `${p}attn_v.weight`, dims: [e, kvDim], isNorm: false },
-            { name: `${p}attn_output.weight`, dims: [e, e], isNorm: false },
-            { name: `${p}ffn_norm.weight`, dims: [e], isNorm: true },
-            { name: `${p}ffn_gate.weight`, dims: [e, ff], isNorm: false },
-            { name: `${p}ffn_up.weight`, dims: [e, ff], isNorm: false },
-            { name: `${p}ffn_down.weight`, dims: [ff, e], isNorm: false },
+            {name: `${p}attn_norm.weight`, dims: [e], isNorm: true},
+            {name: `${p}attn_q.weight`, dims: [e, e], isNorm: false},
+            {name: `${p}attn_k.weight`, dims: [e, kvDim], isNorm: false},
+            {name: `${p}attn_v.weight`, dims: [e, kvDim], isNorm: false},
+            {name: `${p}attn_output.weight`, dims: [e, e], isNorm: false},
+            {name: `${p}ffn_norm.weight`, dims: [e], isNorm: true},
+            {name: `${p}ffn_gate.weight`, dims: [e, ff], isNorm: false},
+            {name: `${p}ffn_up.weight`, dims: [e, ff], isNorm: false},
+            {name: `${p}ffn_down.weight`, dims: [ff, e], isNorm: false}
         );
     }
-    list.push({ name: "output_norm.weight", dims: [e], isNorm: true }, { name: "output.weight", dims: [e, vocabSize], isNorm: false });
+    list.push({name: "output_norm.weight", dims: [e], isNorm: true}, {name: "output.weight", dims: [e, vocabSize], isNorm: false});
     return list;
 }
 
@@ -173,14 +173,14 @@ function describe(size: DemoModelSize): DemoModelSizeInfo {
     const description =
         `${size}: ~${millions}M params — ${shape.blockCount} layers, embedding ${shape.embeddingLength}, ` +
         `FFN ${shape.feedForwardLength}, ${shape.headCount} heads (${shape.headCountKv} KV), vocab ${vocabSize}, context ${shape.contextLength}`;
-    return { shape, vocabSize, parameterCount, description };
+    return {shape, vocabSize, parameterCount, description};
 }
 
 /** Shapes and exact parameter counts of the demo sizes (for docs and `--help`). */
 export const demoModelSizes: Readonly<Record<DemoModelSize, DemoModelSizeInfo>> = {
     tiny: describe("tiny"),
     small: describe("small"),
-    medium: describe("medium"),
+    medium: describe("medium")
 };
 
 export function isDemoModelSize(value: string): value is DemoModelSize {
@@ -223,16 +223,16 @@ const onesSource = (): ((out: Float32Array) => void) => (out) => void out.fill(1
 /** Options for {@link demoModelGgufSpec} and {@link writeDemoModel}. */
 export interface DemoModelOptions {
     /** Model size. Default `"small"`. */
-    readonly size?: DemoModelSize;
+    readonly size?: DemoModelSize,
     /** Non-negative safe integer seed for the weights. Default 0. */
-    readonly seed?: number;
+    readonly seed?: number,
     /** Element type of the weight matrices (norm weights are always F32). Default `"f16"`. */
-    readonly dtype?: DemoModelDtype;
+    readonly dtype?: DemoModelDtype
 }
 
 export interface DemoModelGgufSpec {
-    readonly metadata: GgufMetadataEntry[];
-    readonly tensors: GgufTensorSpec[];
+    readonly metadata: GgufMetadataEntry[],
+    readonly tensors: GgufTensorSpec[]
 }
 
 function resolveOptions(opts: DemoModelOptions): Required<DemoModelOptions> {
@@ -242,57 +242,57 @@ function resolveOptions(opts: DemoModelOptions): Required<DemoModelOptions> {
     if (!isDemoModelSize(size)) throw new RangeError(`Unknown demo model size: ${String(size)}`);
     if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`Demo model seed must be a non-negative integer, got ${seed}`);
     if (dtype !== "f16" && dtype !== "f32") throw new RangeError(`Unknown demo model dtype: ${String(dtype)}`);
-    return { size, seed, dtype };
+    return {size, seed, dtype};
 }
 
 /** Metadata and tensor sources of a demo model (exposed so tests can write deliberately broken variants). */
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
-    const { size, seed, dtype } = resolveOptions(opts);
-    const { shape } = demoModelSizes[size];
+    const {size, seed, dtype} = resolveOptions(opts);
+    const {shape} = demoModelSizes[size];
     const headDim = shape.embeddingLength / shape.headCount;
-    const u32 = (value: number) => ({ type: "uint32", value }) as const;
+    const u32 = (value: number) => ({type: "uint32", value}) as const;
 
     const metadata: GgufMetadataEntry[] = [
-        { key: "general.architecture", value: { type: "string", value: "llama" } },
-        { key: "general.name", value: { type: "string", value: `Inference Monitor demo ${size} (seed ${seed})` } },
-        { key: "general.file_type", value: u32(dtype === "f16" ? 1 : 0) },
-        { key: "llama.context_length", value: u32(shape.contextLength) },
-        { key: "llama.embedding_length", value: u32(shape.embeddingLength) },
-        { key: "llama.block_count", value: u32(shape.blockCount) },
-        { key: "llama.feed_forward_length", value: u32(shape.feedForwardLength) },
-        { key: "llama.attention.head_count", value: u32(shape.headCount) },
-        { key: "llama.attention.head_count_kv", value: u32(shape.headCountKv) },
-        { key: "llama.attention.layer_norm_rms_epsilon", value: { type: "float32", value: 1e-5 } },
-        { key: "llama.rope.dimension_count", value: u32(headDim) },
-        { key: "llama.rope.freq_base", value: { type: "float32", value: 10000 } },
-        { key: "llama.vocab_size", value: u32(vocabulary.tokens.length) },
-        { key: "tokenizer.ggml.model", value: { type: "string", value: "llama" } },
-        { key: "tokenizer.ggml.tokens", value: { type: "stringArray", value: vocabulary.tokens } },
-        { key: "tokenizer.ggml.scores", value: { type: "float32Array", value: vocabulary.scores } },
-        { key: "tokenizer.ggml.token_type", value: { type: "int32Array", value: vocabulary.tokenTypes } },
-        { key: "tokenizer.ggml.unknown_token_id", value: u32(vocabulary.unkId) },
-        { key: "tokenizer.ggml.bos_token_id", value: u32(vocabulary.bosId) },
-        { key: "tokenizer.ggml.eos_token_id", value: u32(vocabulary.eosId) },
-        { key: "tokenizer.ggml.add_bos_token", value: { type: "bool", value: true } },
-        { key: "tokenizer.ggml.add_eos_token", value: { type: "bool", value: false } },
+        {key: "general.architecture", value: {type: "string", value: "llama"}},
+        {key: "general.name", value: {type: "string", value: `Inference Monitor demo ${size} (seed ${seed})`}},
+        {key: "general.file_type", value: u32(dtype === "f16" ? 1 : 0)},
+        {key: "llama.context_length", value: u32(shape.contextLength)},
+        {key: "llama.embedding_length", value: u32(shape.embeddingLength)},
+        {key: "llama.block_count", value: u32(shape.blockCount)},
+        {key: "llama.feed_forward_length", value: u32(shape.feedForwardLength)},
+        {key: "llama.attention.head_count", value: u32(shape.headCount)},
+        {key: "llama.attention.head_count_kv", value: u32(shape.headCountKv)},
+        {key: "llama.attention.layer_norm_rms_epsilon", value: {type: "float32", value: 1e-5}},
+        {key: "llama.rope.dimension_count", value: u32(headDim)},
+        {key: "llama.rope.freq_base", value: {type: "float32", value: 10000}},
+        {key: "llama.vocab_size", value: u32(vocabulary.tokens.length)},
+        {key: "tokenizer.ggml.model", value: {type: "string", value: "llama"}},
+        {key: "tokenizer.ggml.tokens", value: {type: "stringArray", value: vocabulary.tokens}},
+        {key: "tokenizer.ggml.scores", value: {type: "float32Array", value: vocabulary.scores}},
+        {key: "tokenizer.ggml.token_type", value: {type: "int32Array", value: vocabulary.tokenTypes}},
+        {key: "tokenizer.ggml.unknown_token_id", value: u32(vocabulary.unkId)},
+        {key: "tokenizer.ggml.bos_token_id", value: u32(vocabulary.bosId)},
+        {key: "tokenizer.ggml.eos_token_id", value: u32(vocabulary.eosId)},
+        {key: "tokenizer.ggml.add_bos_token", value: {type: "bool", value: true}},
+        {key: "tokenizer.ggml.add_eos_token", value: {type: "bool", value: false}}
     ];
 
     const weightType: GgufTensorType = dtype === "f16" ? "F16" : "F32";
     const tensors = tensorShapes(shape, vocabulary.tokens.length).map((t): GgufTensorSpec => {
-        if (t.isNorm) return { name: t.name, dims: t.dims, type: "F32", createSource: onesSource };
+        if (t.isNorm) return {name: t.name, dims: t.dims, type: "F32", createSource: onesSource};
         // token_embd feeds an RMS norm, so unit variance; matrices use std 1/sqrt(fan_in) (fan_in = dims[0]).
         const std = t.name === "token_embd.weight" ? 1 : 1 / Math.sqrt(t.dims[0]);
         // Zero output rows for <unk>, <s>, </s>: their logit is always 0 while the others are ~N(0, 1), so
         // top-k / greedy decoding practically never ends a request early and lengths stay predictable.
         const zeroPrefix = t.name === "output.weight" ? CONTROL_TOKEN_COUNT * shape.embeddingLength : 0;
-        return { name: t.name, dims: t.dims, type: weightType, createSource: uniformSource(seed, t.name, std, zeroPrefix) };
+        return {name: t.name, dims: t.dims, type: weightType, createSource: uniformSource(seed, t.name, std, zeroPrefix)};
     });
-    return { metadata, tensors };
+    return {metadata, tensors};
 }
 
 /** Exact byte size of the demo model file for these options (without generating it). */
 export function demoModelFileSize(opts: DemoModelOptions = {}): number {
-    const { metadata, tensors } = demoModelGgufSpec(opts);
+    const {metadata, tensors} = demoModelGgufSpec(opts);
     return computeGgufLayout(metadata, tensors).totalBytes;
 }
 
@@ -304,9 +304,9 @@ export function demoModelFileSize(opts: DemoModelOptions = {}): number {
  * fsynced and renamed, so `file` never holds a partial model. Parent directories are created.
  */
 export async function writeDemoModel(file: string, opts: DemoModelOptions = {}): Promise<void> {
-    const { metadata, tensors } = demoModelGgufSpec(opts);
+    const {metadata, tensors} = demoModelGgufSpec(opts);
     const target = path.resolve(file);
-    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.mkdir(path.dirname(target), {recursive: true});
     const tmp = `${target}.tmp-${process.pid}-${randomBytes(6).toString("hex")}`;
     try {
         const handle = await fs.open(tmp, "wx");
@@ -318,7 +318,7 @@ export async function writeDemoModel(file: string, opts: DemoModelOptions = {}):
         }
         await fs.rename(tmp, target);
     } catch (error) {
-        await fs.rm(tmp, { force: true }).catch(() => undefined);
+        await fs.rm(tmp, {force: true}).catch(() => undefined);
         throw error;
     }
     await syncDirectory(path.dirname(target));
@@ -344,7 +344,7 @@ export interface EnsureDemoModelOptions extends DemoModelOptions {
      * Directory of the model cache. Default:
      * `$INFERENCE_MONITOR_CACHE_DIR/models`, or `~/.cache/inference-monitor/models` when the variable is unset.
      */
-    readonly cacheDir?: string;
+    readonly cacheDir?: string
 }
 
 export function defaultDemoModelCacheDir(): string {
@@ -353,7 +353,7 @@ export function defaultDemoModelCacheDir(): string {
 
 /** Cache file name; encodes everything that determines the bytes. */
 export function demoModelFileName(opts: DemoModelOptions = {}): string {
-    const { size, seed, dtype } = resolveOptions(opts);
+    const {size, seed, dtype} = resolveOptions(opts);
     return `inference-monitor-demo-${size}-seed${seed}-${dtype}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 

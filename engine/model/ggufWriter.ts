@@ -11,7 +11,7 @@
  * tensor infos, zero padding up to `alignment`, then the data section in which
  * every tensor starts at an offset that is a multiple of `alignment`.
  */
-import type { FileHandle } from "node:fs/promises";
+import type {FileHandle} from "node:fs/promises";
 import os from "node:os";
 
 /** GGUF default data alignment (used when `general.alignment` is absent). */
@@ -26,73 +26,73 @@ const enum GgufValueTypeId {
     Float32 = 6,
     Bool = 7,
     String = 8,
-    Array = 9,
+    Array = 9
 }
 
 /** A typed metadata value; the tag decides the on-disk GGUF type. */
 export type GgufMetadataValue =
-    | { readonly type: "string"; readonly value: string }
-    | { readonly type: "uint32"; readonly value: number }
-    | { readonly type: "int32"; readonly value: number }
-    | { readonly type: "float32"; readonly value: number }
-    | { readonly type: "bool"; readonly value: boolean }
-    | { readonly type: "stringArray"; readonly value: readonly string[] }
-    | { readonly type: "int32Array"; readonly value: readonly number[] | Int32Array }
-    | { readonly type: "float32Array"; readonly value: readonly number[] | Float32Array };
+    | {readonly type: "string", readonly value: string}
+    | {readonly type: "uint32", readonly value: number}
+    | {readonly type: "int32", readonly value: number}
+    | {readonly type: "float32", readonly value: number}
+    | {readonly type: "bool", readonly value: boolean}
+    | {readonly type: "stringArray", readonly value: readonly string[]}
+    | {readonly type: "int32Array", readonly value: readonly number[] | Int32Array}
+    | {readonly type: "float32Array", readonly value: readonly number[] | Float32Array};
 
 export interface GgufMetadataEntry {
-    readonly key: string;
-    readonly value: GgufMetadataValue;
+    readonly key: string,
+    readonly value: GgufMetadataValue
 }
 
 /** Tensor element types this writer can encode (ggml type ids 0 and 1). */
 export type GgufTensorType = "F32" | "F16";
 
-const ggmlTypeId: Record<GgufTensorType, number> = { F32: 0, F16: 1 };
-const ggmlTypeBytes: Record<GgufTensorType, number> = { F32: 4, F16: 2 };
+const ggmlTypeId: Record<GgufTensorType, number> = {F32: 0, F16: 1};
+const ggmlTypeBytes: Record<GgufTensorType, number> = {F32: 4, F16: 2};
 
 /** Fills `out` with the next `out.length` elements of a tensor (row-major in ggml order). */
 export type TensorChunkSource = (out: Float32Array) => void;
 
 export interface GgufTensorSpec {
     /** Tensor name, e.g. `blk.0.attn_q.weight`. */
-    readonly name: string;
+    readonly name: string,
     /** Dimensions in ggml order: the innermost (input) dimension first, e.g. `token_embd.weight` is `[E, V]`. */
-    readonly dims: readonly number[];
+    readonly dims: readonly number[],
     /** On-disk element type. */
-    readonly type: GgufTensorType;
+    readonly type: GgufTensorType,
     /**
      * Creates a fresh source for the tensor's values. It is called once per write and the returned
      * function is then called with consecutive chunks until all elements were produced.
      */
-    readonly createSource: () => TensorChunkSource;
+    readonly createSource: () => TensorChunkSource
 }
 
 /** Options for {@link writeGguf} / {@link computeGgufLayout}. */
 export interface GgufWriteOptions {
     /** Data alignment in bytes (power of two). Default {@link GGUF_DEFAULT_ALIGNMENT} (32); other values add `general.alignment`. */
-    readonly alignment?: number;
+    readonly alignment?: number,
     /** Elements generated and written per chunk. Default 1 048 576 (4 MiB of F32 scratch). */
-    readonly chunkElements?: number;
+    readonly chunkElements?: number
 }
 
 export interface GgufTensorLayout {
-    readonly name: string;
-    readonly elementCount: number;
+    readonly name: string,
+    readonly elementCount: number,
     /** Offset of the tensor data relative to the start of the data section (multiple of the alignment). */
-    readonly offset: number;
-    readonly byteLength: number;
+    readonly offset: number,
+    readonly byteLength: number
 }
 
 export interface GgufLayout {
     /** Serialized header: magic, counts, metadata, tensor infos (without the alignment padding). */
-    readonly header: Buffer;
+    readonly header: Buffer,
     /** Absolute file offset of the data section (header length rounded up to the alignment). */
-    readonly dataOffset: number;
-    readonly tensors: readonly GgufTensorLayout[];
+    readonly dataOffset: number,
+    readonly tensors: readonly GgufTensorLayout[],
     /** Exact size of the finished file in bytes. */
-    readonly totalBytes: number;
-    readonly alignment: number;
+    readonly totalBytes: number,
+    readonly alignment: number
 }
 
 export function alignTo(offset: number, alignment: number): number {
@@ -108,7 +108,7 @@ export function elementCountOf(dims: readonly number[]): number {
 export function computeGgufLayout(
     metadata: readonly GgufMetadataEntry[],
     tensors: readonly GgufTensorSpec[],
-    options: GgufWriteOptions = {},
+    options: GgufWriteOptions = {}
 ): GgufLayout {
     const alignment = options.alignment ?? GGUF_DEFAULT_ALIGNMENT;
     if (!Number.isInteger(alignment) || alignment <= 0 || (alignment & (alignment - 1)) !== 0)
@@ -116,7 +116,7 @@ export function computeGgufLayout(
 
     const entries = [...metadata];
     if (alignment !== GGUF_DEFAULT_ALIGNMENT && !entries.some((e) => e.key === "general.alignment"))
-        entries.push({ key: "general.alignment", value: { type: "uint32", value: alignment } });
+        entries.push({key: "general.alignment", value: {type: "uint32", value: alignment}});
     assertUniqueKeys(entries);
 
     const out = new ByteSink();
@@ -136,7 +136,7 @@ export function computeGgufLayout(
         const elementCount = elementCountOf(tensor.dims);
         const byteLength = elementCount * ggmlTypeBytes[tensor.type];
         dataCursor = alignTo(dataCursor, alignment);
-        layouts.push({ name: tensor.name, elementCount, offset: dataCursor, byteLength });
+        layouts.push({name: tensor.name, elementCount, offset: dataCursor, byteLength});
         out.str(tensor.name);
         out.u32(tensor.dims.length);
         for (const d of tensor.dims) out.u64(d);
@@ -147,7 +147,7 @@ export function computeGgufLayout(
 
     const header = out.toBuffer();
     const dataOffset = alignTo(header.length, alignment);
-    return { header, dataOffset, tensors: layouts, totalBytes: dataOffset + dataCursor, alignment };
+    return {header, dataOffset, tensors: layouts, totalBytes: dataOffset + dataCursor, alignment};
 }
 
 /**
@@ -158,7 +158,7 @@ export async function writeGguf(
     file: FileHandle,
     metadata: readonly GgufMetadataEntry[],
     tensors: readonly GgufTensorSpec[],
-    options: GgufWriteOptions = {},
+    options: GgufWriteOptions = {}
 ): Promise<GgufLayout> {
     const chunkElements = options.chunkElements ?? 1 << 20;
     if (!Number.isInteger(chunkElements) || chunkElements <= 0)
@@ -169,7 +169,7 @@ export async function writeGguf(
     const write = async (bytes: Uint8Array): Promise<void> => {
         let done = 0;
         while (done < bytes.length) {
-            const { bytesWritten } = await file.write(bytes, done, bytes.length - done, position);
+            const {bytesWritten} = await file.write(bytes, done, bytes.length - done, position);
             done += bytesWritten;
             position += bytesWritten;
         }
@@ -188,7 +188,7 @@ export async function writeGguf(
         const tensorLayout = layout.tensors[t];
         await padTo(layout.dataOffset + tensorLayout.offset);
         const source = tensor.createSource();
-        for (let done = 0; done < tensorLayout.elementCount; ) {
+        for (let done = 0; done < tensorLayout.elementCount;) {
             const n = Math.min(chunkElements, tensorLayout.elementCount - done);
             const values = scratch.subarray(0, n);
             source(values);
@@ -268,7 +268,7 @@ function validateTensor(tensor: GgufTensorSpec): void {
 
 function assertUniqueKeys(entries: readonly GgufMetadataEntry[]): void {
     const seen = new Set<string>();
-    for (const { key } of entries) {
+    for (const {key} of entries) {
         if (seen.has(key)) throw new Error(`Duplicate GGUF metadata key: ${key}`);
         seen.add(key);
     }

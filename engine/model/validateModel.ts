@@ -8,9 +8,9 @@
  * section is complete and the architecture's required keys are present.
  */
 import fs from "node:fs/promises";
-import type { FileHandle } from "node:fs/promises";
+import type {FileHandle} from "node:fs/promises";
 import path from "node:path";
-import type { GgufFileInfo } from "node-llama-cpp" with { "resolution-mode": "import" };
+import type {GgufFileInfo} from "node-llama-cpp" with {"resolution-mode": "import"};
 import {errorMessage} from "../../common/errorMessage.js";
 
 export type ModelFileErrorCode =
@@ -36,7 +36,7 @@ export class ModelFileError extends Error {
         readonly code: ModelFileErrorCode,
         message: string,
         readonly path: string,
-        options?: { cause?: unknown },
+        options?: {cause?: unknown}
     ) {
         super(message, options);
     }
@@ -44,25 +44,25 @@ export class ModelFileError extends Error {
 
 export interface ValidatedModelInfo {
     /** Absolute path of the file. */
-    readonly path: string;
-    readonly sizeBytes: number;
-    readonly ggufVersion: number;
-    readonly architecture: string;
+    readonly path: string,
+    readonly sizeBytes: number,
+    readonly ggufVersion: number,
+    readonly architecture: string,
     /** `general.name`, or the file name without `.gguf` when absent. */
-    readonly name: string;
+    readonly name: string,
     /** Training context length (`<arch>.context_length`), if present. */
-    readonly contextLength: number | undefined;
+    readonly contextLength: number | undefined,
     /** Sum of the element counts of all tensors. */
-    readonly parameterCount: number;
-    readonly tensorCount: number;
+    readonly parameterCount: number,
+    readonly tensorCount: number,
     /** Raw `general.file_type`, if present. */
-    readonly fileType: number | undefined;
+    readonly fileType: number | undefined,
     /** llama.cpp-style quantization name, e.g. "F16", "Q4_K_M"; inferred from the tensor types when `general.file_type` is absent. */
-    readonly quantization: string;
+    readonly quantization: string,
     /** Number of entries of `tokenizer.ggml.tokens`, if present. */
-    readonly vocabSize: number | undefined;
-    readonly blockCount: number | undefined;
-    readonly embeddingLength: number | undefined;
+    readonly vocabSize: number | undefined,
+    readonly blockCount: number | undefined,
+    readonly embeddingLength: number | undefined
 }
 
 const GGUF_MAGIC = Buffer.from("GGUF", "ascii");
@@ -77,13 +77,13 @@ export async function validateModelFile(modelPath: string): Promise<ValidatedMod
         return await validate(absolute);
     } catch (error) {
         if (error instanceof ModelFileError) throw error;
-        throw new ModelFileError("UNREADABLE", `Cannot read model file ${absolute}: ${errorMessage(error)}`, absolute, { cause: error });
+        throw new ModelFileError("UNREADABLE", `Cannot read model file ${absolute}: ${errorMessage(error)}`, absolute, {cause: error});
     }
 }
 
 async function validate(file: string): Promise<ValidatedModelInfo> {
     const fail = (code: ModelFileErrorCode, message: string, cause?: unknown): ModelFileError =>
-        new ModelFileError(code, message, file, cause === undefined ? undefined : { cause });
+        new ModelFileError(code, message, file, cause === undefined ? undefined : {cause});
 
     const openFailure = (error: unknown): ModelFileError => {
         const code = errnoCode(error);
@@ -113,7 +113,7 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
         sizeBytes = stat.size;
         if (sizeBytes === 0) throw fail("EMPTY", `Model file is empty: ${file}`);
         const magic = Buffer.alloc(4);
-        const { bytesRead } = await handle.read(magic, 0, 4, 0);
+        const {bytesRead} = await handle.read(magic, 0, 4, 0);
         if (bytesRead < 4 || !magic.equals(GGUF_MAGIC)) throw fail("NOT_GGUF", `Not a GGUF file (bad magic): ${file}`);
         scan = await scanHeader(new BoundedReader(handle, sizeBytes), file);
     } catch (error) {
@@ -131,8 +131,8 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
 
     let info: GgufFileInfo;
     try {
-        const { readGgufFileInfo } = await import("node-llama-cpp");
-        info = await readGgufFileInfo(file, { logWarnings: false, spliceSplitFiles: false, sourceType: "filesystem" });
+        const {readGgufFileInfo} = await import("node-llama-cpp");
+        info = await readGgufFileInfo(file, {logWarnings: false, spliceSplitFiles: false, sourceType: "filesystem"});
     } catch (error) {
         throw fail("BAD_METADATA", `Cannot parse GGUF metadata of ${file}: ${errorMessage(error)}`, error);
     }
@@ -162,7 +162,7 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
         quantization: (fileType !== undefined ? fileTypeNames.get(fileType) : undefined) ?? inferQuantization(scan.tensors),
         vocabSize: Array.isArray(tokens) ? tokens.length : undefined,
         blockCount: positiveInteger(lookup(metadata, [architecture, "block_count"])),
-        embeddingLength: positiveInteger(lookup(metadata, [architecture, "embedding_length"])),
+        embeddingLength: positiveInteger(lookup(metadata, [architecture, "embedding_length"]))
     };
 }
 
@@ -181,7 +181,7 @@ const requiredLlamaKeys: readonly (readonly string[])[] = [
     ["block_count"],
     ["feed_forward_length"],
     ["attention", "head_count"],
-    ["attention", "layer_norm_rms_epsilon"],
+    ["attention", "layer_norm_rms_epsilon"]
 ];
 
 function checkLlamaHyperParameters(metadata: unknown, file: string): void {
@@ -272,15 +272,15 @@ const fileTypeNames = new Map<number, string>([
     [16, "Q5_K_S"], [17, "Q5_K_M"], [18, "Q6_K"], [19, "IQ2_XXS"], [20, "IQ2_XS"], [21, "Q2_K_S"],
     [22, "IQ3_XS"], [23, "IQ3_XXS"], [24, "IQ1_S"], [25, "IQ4_NL"], [26, "IQ3_S"], [27, "IQ3_M"],
     [28, "IQ2_S"], [29, "IQ2_M"], [30, "IQ4_XS"], [31, "IQ1_M"], [32, "BF16"], [36, "TQ1_0"],
-    [37, "TQ2_0"], [38, "MXFP4_MOE"], [39, "NVFP4"], [40, "Q1_0"], [41, "Q2_0"],
+    [37, "TQ2_0"], [38, "MXFP4_MOE"], [39, "NVFP4"], [40, "Q1_0"], [41, "Q2_0"]
 ]);
 
 interface GgmlTypeInfo {
-    readonly name: string;
+    readonly name: string,
     /** Elements per block. */
-    readonly blockSize: number;
+    readonly blockSize: number,
     /** Bytes per block. */
-    readonly typeSize: number;
+    readonly typeSize: number
 }
 
 /** ggml tensor types (ggml.c type_traits) this validator can size; others are rejected as unsupported. */
@@ -294,9 +294,9 @@ const ggmlTypes = new Map<number, GgmlTypeInfo>(
             [20, "IQ4_NL", 32, 18], [21, "IQ3_S", 256, 110], [22, "IQ2_S", 256, 82], [23, "IQ4_XS", 256, 136],
             [24, "I8", 1, 1], [25, "I16", 1, 2], [26, "I32", 1, 4], [27, "I64", 1, 8], [28, "F64", 1, 8],
             [29, "IQ1_M", 256, 56], [30, "BF16", 1, 2], [34, "TQ1_0", 256, 54], [35, "TQ2_0", 256, 66],
-            [39, "MXFP4", 32, 17], [40, "NVFP4", 64, 36], [41, "Q1_0", 128, 18], [42, "Q2_0", 64, 18],
+            [39, "MXFP4", 32, 17], [40, "NVFP4", 64, 36], [41, "Q1_0", 128, 18], [42, "Q2_0", 64, 18]
         ] as const
-    ).map(([id, name, blockSize, typeSize]) => [id, { name, blockSize, typeSize }]),
+    ).map(([id, name, blockSize, typeSize]) => [id, {name, blockSize, typeSize}])
 );
 
 /** Without `general.file_type`: the type holding the most elements among the matrices (or all tensors). */
@@ -316,21 +316,21 @@ function inferQuantization(tensors: readonly ScannedTensor[]): string {
 // bounded header scan
 
 interface ScannedTensor {
-    readonly name: string;
-    readonly dims: readonly number[];
-    readonly typeName: string;
-    readonly elementCount: number;
+    readonly name: string,
+    readonly dims: readonly number[],
+    readonly typeName: string,
+    readonly elementCount: number,
     /** Relative to the data section. */
-    readonly offset: number;
-    readonly byteLength: number;
+    readonly offset: number,
+    readonly byteLength: number
 }
 
 interface HeaderScan {
-    readonly version: number;
+    readonly version: number,
     /** End of the tensor infos (before alignment padding). */
-    readonly headerEnd: number;
-    readonly dataOffset: number;
-    readonly tensors: readonly ScannedTensor[];
+    readonly headerEnd: number,
+    readonly dataOffset: number,
+    readonly tensors: readonly ScannedTensor[]
 }
 
 class TruncatedHeader extends Error {
@@ -347,7 +347,7 @@ class BoundedReader {
 
     constructor(
         private readonly handle: FileHandle,
-        readonly size: number,
+        readonly size: number
     ) {}
 
     get remaining(): number {
@@ -363,7 +363,7 @@ class BoundedReader {
         const buffer = Buffer.alloc(length);
         let filled = 0;
         while (filled < length) {
-            const { bytesRead } = await this.handle.read(buffer, filled, length - filled, this.position + filled);
+            const {bytesRead} = await this.handle.read(buffer, filled, length - filled, this.position + filled);
             if (bytesRead === 0) throw new TruncatedHeader(end); // file shrank while reading
             filled += bytesRead;
         }
@@ -399,7 +399,7 @@ class BoundedReader {
         return this.window.toString("utf8", start, start + length);
     }
 
-    async skip(n: number): Promise<void> {
+    skip(n: number): void {
         if (n > this.remaining) throw new TruncatedHeader(this.position + n);
         this.position += n;
     }
@@ -407,7 +407,7 @@ class BoundedReader {
 
 /** Byte sizes of the fixed-size GGUF value types (gguf.h `enum gguf_type`). */
 const fixedValueSizes = new Map<number, number>([
-    [0, 1], [1, 1], [2, 2], [3, 2], [4, 4], [5, 4], [6, 4], [7, 1], [10, 8], [11, 8], [12, 8],
+    [0, 1], [1, 1], [2, 2], [3, 2], [4, 4], [5, 4], [6, 4], [7, 1], [10, 8], [11, 8], [12, 8]
 ]);
 const GGUF_TYPE_STRING = 8;
 /** Generous caps (ggml itself limits tensor names to 63 bytes) so a corrupt length cannot allocate gigabytes. */
@@ -459,16 +459,19 @@ async function scanHeader(reader: BoundedReader, file: string): Promise<HeaderSc
             if (!Number.isSafeInteger(elementCount * 8)) throw bad(`tensor ${label} is too large`);
             if (dims[0] % type.blockSize !== 0) throw bad(`tensor ${label} row size ${dims[0]} is not a multiple of the ${type.name} block size`);
             if (offset % alignment !== 0) throw bad(`tensor ${label} data offset ${offset} is not aligned to ${alignment}`);
-            tensors.push({ name, dims, typeName: type.name, elementCount, offset, byteLength: (elementCount / type.blockSize) * type.typeSize });
+            tensors.push({
+                name, dims, typeName: type.name, elementCount, offset,
+                byteLength: (elementCount / type.blockSize) * type.typeSize
+            });
         }
         const headerEnd = reader.position;
-        return { version, headerEnd, dataOffset: Math.ceil(headerEnd / alignment) * alignment, tensors };
+        return {version, headerEnd, dataOffset: Math.ceil(headerEnd / alignment) * alignment, tensors};
     } catch (error) {
         if (error instanceof TruncatedHeader)
             throw new ModelFileError(
                 "TRUNCATED",
                 `GGUF file is truncated: expected ≥ ${error.needed} bytes, file has ${reader.size} (its header runs past the end of the file): ${file}`,
-                file,
+                file
             );
         throw error;
     }
@@ -478,7 +481,7 @@ async function skipValue(reader: BoundedReader, type: number, key: string, bad: 
     const fixed = fixedValueSizes.get(type);
     if (fixed !== undefined) return reader.skip(fixed);
     if (type === GGUF_TYPE_STRING) {
-        await reader.skip(await reader.u64());
+        reader.skip(await reader.u64());
         return;
     }
     if (type !== GGUF_TYPE_ARRAY) throw bad(`metadata ${key} has unknown value type ${type}`);
@@ -488,14 +491,14 @@ async function skipValue(reader: BoundedReader, type: number, key: string, bad: 
     if (elementSize !== undefined) return reader.skip(count * elementSize);
     if (elementType !== GGUF_TYPE_STRING) throw bad(`metadata ${key} is an array of unsupported type ${elementType}`);
     if (count * 8 > reader.remaining) throw new TruncatedHeader(reader.position + count * 8);
-    for (let i = 0; i < count; i++) await reader.skip(await reader.u64());
+    for (let i = 0; i < count; i++) reader.skip(await reader.u64());
 }
 
 // ---------------------------------------------------------------------------------------------
 
 function errnoCode(error: unknown): string | undefined {
     if (error === null || typeof error !== "object" || !("code" in error)) return undefined;
-    const { code } = error;
+    const {code} = error;
     return typeof code === "string" ? code : undefined;
 }
 

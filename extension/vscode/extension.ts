@@ -24,7 +24,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const panels = new StatsPanelManager(context, engine, log);
     context.subscriptions.push(log, new EngineStatusBar(engine), panels);
 
-    const command = (id: string, run: () => Promise<unknown> | unknown) =>
+    const command = (id: string, run: () => unknown) =>
         context.subscriptions.push(vscode.commands.registerCommand(id, async () => {
             try {
                 await run();

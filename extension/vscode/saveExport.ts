@@ -17,7 +17,7 @@ const filters: Record<ExportFormat, Record<string, string[]>> = {json: {JSON: ["
  * notification and the log) and never throws.
  */
 export async function saveStatsExport(snapshot: StatsSnapshotView, format: ExportFormat,
-    log: vscode.LogOutputChannel): Promise<SaveExportOutcome> {
+                                      log: vscode.LogOutputChannel): Promise<SaveExportOutcome> {
     const exported = exportStats(snapshot, format);
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(os.homedir());
     const target = await vscode.window.showSaveDialog({

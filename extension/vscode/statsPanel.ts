@@ -22,7 +22,10 @@ export class StatsPanelManager implements vscode.Disposable {
         private readonly log: vscode.LogOutputChannel) {
         this.webviewRoot = vscode.Uri.joinPath(context.extensionUri, "dist", "webview");
         this.disposables.push(vscode.window.registerWebviewPanelSerializer(statsViewType, {
-            deserializeWebviewPanel: async (panel) => this.adopt(panel)
+            deserializeWebviewPanel: (panel) => {
+                this.adopt(panel);
+                return Promise.resolve();
+            }
         }));
     }
 
@@ -75,7 +78,8 @@ export class StatsPanelManager implements vscode.Disposable {
         ];
         panel.onDidDispose(() => {
             session.dispose();
-            subscriptions.forEach((s) => s.dispose());
+            for (const subscription of subscriptions)
+                subscription.dispose();
             if (this.panel === panel) {
                 this.panel = undefined;
             }

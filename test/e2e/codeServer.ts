@@ -209,7 +209,7 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     } catch (error) {
         const message = `code-server did not start: ${(error as Error).message}\n${diagnostics()}`;
         await stop();
-        throw new Error(message);
+        throw new Error(message, {cause: error});
     }
 }
 
@@ -330,7 +330,7 @@ export async function paletteMatches(
 ): Promise<string[]> {
     const until = options.until ?? ((labels: string[]) => labels.some((label) => label !== "No matching commands"));
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-    let labels: string[] = [];
+    let labels: string[];
     while (true) {
         await openPalette(page, query, 10_000);
         const attemptDeadline = Math.min(deadline, Date.now() + 3_000);

@@ -78,7 +78,7 @@ else describe(suiteName, {timeout: 10 * 60_000}, () => {
         console.log(`e2e harness timings: ${timings.join(", ")}`);
     });
 
-    it("installs the VSIX with node-llama-cpp's linux-x64 binaries, and node-llama-cpp loads from there", async () => {
+    it("installs the VSIX with node-llama-cpp's linux-x64 binaries, and node-llama-cpp loads from there", () => {
         const extensionDir = server!.extensionDir;
         const installed = JSON.parse(fs.readFileSync(path.join(extensionDir, "package.json"), "utf8")) as {version: string};
         assert.equal(installed.version, manifest.version);

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
+import {execFile} from "node:child_process";
+import {createHash} from "node:crypto";
+import {createReadStream} from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { promisify } from "node:util";
-import type { Llama } from "node-llama-cpp" with { "resolution-mode": "import" };
+import {after, before, describe, test} from "node:test";
+import {promisify} from "node:util";
+import type {Llama} from "node-llama-cpp" with {"resolution-mode": "import"};
 import {
     buildDemoVocabulary,
     defaultDemoModelCacheDir,
@@ -16,10 +16,10 @@ import {
     demoModelSizes,
     ensureDemoModel,
     writeDemoModel,
-    type DemoModelSize,
-} from "../../engine/model/demoModel";
-import { encodeF16, float32ToFloat16Bits } from "../../engine/model/ggufWriter";
-import { makeModelCommand } from "../../cli/makeModelCommand";
+    type DemoModelSize
+} from "../../engine/model/demoModel.js";
+import {encodeF16, float32ToFloat16Bits} from "../../engine/model/ggufWriter.js";
+import {makeModelCommand} from "../../cli/makeModelCommand.js";
 
 const TOKENS_TO_GENERATE = 32;
 const repoRoot = path.resolve(__dirname, "../..");
@@ -29,7 +29,7 @@ let llamaPromise: Promise<Llama> | undefined;
 
 /** One shared CPU-only llama.cpp instance; never builds from source. */
 function getSharedLlama(): Promise<Llama> {
-    llamaPromise ??= import("node-llama-cpp").then(({ getLlama }) => getLlama({ gpu: false, build: "never" }));
+    llamaPromise ??= import("node-llama-cpp").then(({getLlama}) => getLlama({gpu: false, build: "never"}));
     return llamaPromise;
 }
 
@@ -39,7 +39,7 @@ before(async () => {
 
 after(async () => {
     if (llamaPromise) await (await llamaPromise).dispose();
-    await fs.rm(tmpDir, { recursive: true, force: true });
+    await fs.rm(tmpDir, {recursive: true, force: true});
 });
 
 async function sha256(file: string): Promise<string> {
@@ -49,30 +49,30 @@ async function sha256(file: string): Promise<string> {
 }
 
 interface GenerationResult {
-    readonly tokens: number[];
-    readonly decodeTokensPerSecond: number;
-    readonly roundTrip: string;
+    readonly tokens: number[],
+    readonly decodeTokensPerSecond: number,
+    readonly roundTrip: string
 }
 
 /** Loads the model, samples exactly `count` tokens (EOS included, never stopping early) and disposes everything. */
 async function generate(modelPath: string, count: number): Promise<GenerationResult> {
     const llama = await getSharedLlama();
-    const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+    const model = await llama.loadModel({modelPath, gpuLayers: 0});
     try {
-        const context = await model.createContext({ contextSize: 512, threads: 1 });
+        const context = await model.createContext({contextSize: 512, threads: 1});
         try {
             const prompt = "Once upon a time, the little girl saw a big tree.";
             const input = model.tokenize(prompt);
             const roundTrip = model.detokenize(input);
             const tokens: number[] = [];
             let firstAt = 0;
-            for await (const token of context.getSequence().evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
+            for await (const token of context.getSequence().evaluate(input, {temperature: 0.8, seed: 1, yieldEogToken: true})) {
                 if (tokens.length === 0) firstAt = performance.now();
                 tokens.push(token);
                 if (tokens.length >= count) break;
             }
             const decodeSeconds = (performance.now() - firstAt) / 1000;
-            return { tokens, decodeTokensPerSecond: (tokens.length - 1) / decodeSeconds, roundTrip };
+            return {tokens, decodeTokensPerSecond: (tokens.length - 1) / decodeSeconds, roundTrip};
         } finally {
             await context.dispose();
         }
@@ -100,7 +100,7 @@ describe("float32 → float16 encoding", () => {
             [1.5 * 2 ** -25, 0x0001],
             [3 * 2 ** -25, 0x0002], // 1.5 ulp: ties to even (2)
             [1 + 2 ** -11, 0x3c00], // halfway between 1 and the next half: ties to even
-            [1 + 3 * 2 ** -11, 0x3c02],
+            [1 + 3 * 2 ** -11, 0x3c02]
         ];
         for (const [value, bits] of cases)
             assert.equal(float32ToFloat16Bits(value), bits, `${value} → 0x${float32ToFloat16Bits(value).toString(16)}`);
@@ -157,19 +157,19 @@ describe("demo model sizes", () => {
         test(`${size}: generates, loads in llama.cpp and samples ${TOKENS_TO_GENERATE} tokens`, async (t) => {
             const file = path.join(tmpDir, `${size}.gguf`);
             const started = performance.now();
-            await writeDemoModel(file, { size, seed: 0 });
+            await writeDemoModel(file, {size, seed: 0});
             const generateSeconds = (performance.now() - started) / 1000;
-            const { size: bytes } = await fs.stat(file);
-            assert.equal(bytes, demoModelFileSize({ size, seed: 0 }));
+            const {size: bytes} = await fs.stat(file);
+            assert.equal(bytes, demoModelFileSize({size, seed: 0}));
 
-            const { readGgufFileInfo } = await import("node-llama-cpp");
-            const info = await readGgufFileInfo(file, { logWarnings: false });
+            const {readGgufFileInfo} = await import("node-llama-cpp");
+            const info = await readGgufFileInfo(file, {logWarnings: false});
             const tensors = info.tensorInfo ?? [];
             const params = tensors.reduce((sum, tensor) => sum + tensor.dimensions.reduce<number>((p, d) => p * Number(d), 1), 0);
             assert.equal(params, demoModelSizes[size].parameterCount);
             assert.equal((info.infoEndOffset ?? 1) % 32, 0);
             for (const tensor of tensors) assert.equal(Number(tensor.offset) % 32, 0, tensor.name);
-            const { shape, vocabSize } = demoModelSizes[size];
+            const {shape, vocabSize} = demoModelSizes[size];
             const dimsOf = (name: string) => tensors.find((x) => x.name === name)?.dimensions.map(Number);
             assert.deepEqual(dimsOf("token_embd.weight"), [shape.embeddingLength, vocabSize]);
             assert.deepEqual(dimsOf("output.weight"), [shape.embeddingLength, vocabSize]);
@@ -183,7 +183,7 @@ describe("demo model sizes", () => {
             assert.ok(new Set(result.tokens).size > 4, `output should not repeat one token: ${result.tokens.join(",")}`);
             t.diagnostic(
                 `${size}: ${params} params, ${bytes} bytes, generated in ${generateSeconds.toFixed(2)} s, ` +
-                    `decode ${result.decodeTokensPerSecond.toFixed(0)} tok/s (1 thread)`,
+                    `decode ${result.decodeTokensPerSecond.toFixed(0)} tok/s (1 thread)`
             );
             await fs.rm(file);
         });
@@ -191,9 +191,9 @@ describe("demo model sizes", () => {
 
     test("tiny f32 variant loads", async () => {
         const file = path.join(tmpDir, "tiny-f32.gguf");
-        await writeDemoModel(file, { size: "tiny", dtype: "f32" });
-        const { size: bytes } = await fs.stat(file);
-        assert.ok(bytes > 1.9 * demoModelFileSize({ size: "tiny", dtype: "f16" }));
+        await writeDemoModel(file, {size: "tiny", dtype: "f32"});
+        const {size: bytes} = await fs.stat(file);
+        assert.ok(bytes > 1.9 * demoModelFileSize({size: "tiny", dtype: "f16"}));
         const result = await generate(file, TOKENS_TO_GENERATE);
         assert.equal(result.tokens.length, TOKENS_TO_GENERATE);
     });
@@ -204,33 +204,33 @@ describe("determinism", () => {
         const a = path.join(tmpDir, "det-a.gguf");
         const b = path.join(tmpDir, "nested", "det-b.gguf");
         const c = path.join(tmpDir, "det-c.gguf");
-        await writeDemoModel(a, { size: "tiny", seed: 42 });
-        await writeDemoModel(b, { size: "tiny", seed: 42 });
-        await writeDemoModel(c, { size: "tiny", seed: 43 });
+        await writeDemoModel(a, {size: "tiny", seed: 42});
+        await writeDemoModel(b, {size: "tiny", seed: 42});
+        await writeDemoModel(c, {size: "tiny", seed: 43});
         assert.equal(await sha256(a), await sha256(b));
         assert.notEqual(await sha256(a), await sha256(c));
         assert.deepEqual((await fs.readdir(tmpDir)).filter((name) => name.includes(".tmp-")), [], "no temporary files left");
     });
 
     test("invalid options are rejected", async () => {
-        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), { seed: -1 }), RangeError);
-        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), { seed: 1.5 }), RangeError);
-        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), { size: "huge" as DemoModelSize }), RangeError);
-        await assert.rejects(fs.stat(path.join(tmpDir, "bad.gguf")), { code: "ENOENT" });
+        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), {seed: -1}), RangeError);
+        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), {seed: 1.5}), RangeError);
+        await assert.rejects(writeDemoModel(path.join(tmpDir, "bad.gguf"), {size: "huge" as DemoModelSize}), RangeError);
+        await assert.rejects(fs.stat(path.join(tmpDir, "bad.gguf")), {code: "ENOENT"});
     });
 });
 
 describe("ensureDemoModel", () => {
     test("generates once into the cache and reuses it", async () => {
         const cacheDir = path.join(tmpDir, "cache");
-        const first = await ensureDemoModel({ size: "tiny", seed: 7, cacheDir });
-        assert.equal(first, path.join(cacheDir, demoModelFileName({ size: "tiny", seed: 7 })));
+        const first = await ensureDemoModel({size: "tiny", seed: 7, cacheDir});
+        assert.equal(first, path.join(cacheDir, demoModelFileName({size: "tiny", seed: 7})));
         assert.match(path.basename(first), /tiny.*seed7.*f16.*v\d+\.gguf$/);
-        const { mtimeMs } = await fs.stat(first);
+        const {mtimeMs} = await fs.stat(first);
         await new Promise((resolve) => setTimeout(resolve, 20));
         const [again, concurrent] = await Promise.all([
-            ensureDemoModel({ size: "tiny", seed: 7, cacheDir }),
-            ensureDemoModel({ size: "tiny", seed: 7, cacheDir }),
+            ensureDemoModel({size: "tiny", seed: 7, cacheDir}),
+            ensureDemoModel({size: "tiny", seed: 7, cacheDir})
         ]);
         assert.equal(again, first);
         assert.equal(concurrent, first);
@@ -239,11 +239,11 @@ describe("ensureDemoModel", () => {
 
     test("regenerates a cached file with the wrong size", async () => {
         const cacheDir = path.join(tmpDir, "cache-broken");
-        const file = path.join(cacheDir, demoModelFileName({ size: "tiny", seed: 3 }));
-        await fs.mkdir(cacheDir, { recursive: true });
+        const file = path.join(cacheDir, demoModelFileName({size: "tiny", seed: 3}));
+        await fs.mkdir(cacheDir, {recursive: true});
         await fs.writeFile(file, "partial");
-        assert.equal(await ensureDemoModel({ size: "tiny", seed: 3, cacheDir }), file);
-        assert.equal((await fs.stat(file)).size, demoModelFileSize({ size: "tiny", seed: 3 }));
+        assert.equal(await ensureDemoModel({size: "tiny", seed: 3, cacheDir}), file);
+        assert.equal((await fs.stat(file)).size, demoModelFileSize({size: "tiny", seed: 3}));
     });
 
     test("default cache dir honours INFERENCE_MONITOR_CACHE_DIR", () => {
@@ -267,17 +267,17 @@ describe("ensureDemoModel", () => {
             ".then((p) => process.stdout.write(p), (e) => { console.error(e); process.exit(1); });";
         const run = promisify(execFile);
         const outputs = await Promise.all(
-            [0, 1, 2].map(() => run(process.execPath, ["--import", "tsx", "-e", script], { cwd: repoRoot, env: { ...process.env } })),
+            [0, 1, 2].map(() => run(process.execPath, ["--import", "tsx", "-e", script], {cwd: repoRoot, env: {...process.env}}))
         );
         const paths = new Set(outputs.map((o) => o.stdout));
         assert.equal(paths.size, 1);
         const [file] = paths;
         const reference = path.join(tmpDir, "small-seed11.gguf");
-        await writeDemoModel(reference, { size: "small", seed: 11 });
+        await writeDemoModel(reference, {size: "small", seed: 11});
         assert.equal(await sha256(file), await sha256(reference));
         assert.deepEqual(await fs.readdir(cacheDir), [path.basename(file)], "no temporary files left");
         await fs.rm(reference);
-        await fs.rm(cacheDir, { recursive: true });
+        await fs.rm(cacheDir, {recursive: true});
     });
 });
 
@@ -285,8 +285,8 @@ describe("make-model command", () => {
     const run = async (args: string[]) => {
         let stdout = "";
         let stderr = "";
-        const code = await makeModelCommand(args, { stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s) });
-        return { code, stdout, stderr };
+        const code = await makeModelCommand(args, {stdout: (s) => void (stdout += s), stderr: (s) => void (stderr += s)});
+        return {code, stdout, stderr};
     };
 
     test("writes the model and reports path, size and parameter count", async () => {
@@ -294,11 +294,11 @@ describe("make-model command", () => {
         const result = await run(["--out", file, "--size", "tiny", "--seed", "9", "--dtype", "f32"]);
         assert.equal(result.code, 0, result.stderr);
         assert.equal(result.stderr, "");
-        const { size } = await fs.stat(file);
+        const {size} = await fs.stat(file);
         assert.match(result.stdout, new RegExp(`Wrote ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
         assert.match(result.stdout, new RegExp(demoModelSizes.tiny.parameterCount.toLocaleString("en-US")));
         assert.match(result.stdout, new RegExp(size.toLocaleString("en-US")));
-        assert.equal(size, demoModelFileSize({ size: "tiny", seed: 9, dtype: "f32" }));
+        assert.equal(size, demoModelFileSize({size: "tiny", seed: 9, dtype: "f32"}));
     });
 
     test("usage errors exit with 2 and print usage on stderr", async () => {
@@ -311,14 +311,14 @@ describe("make-model command", () => {
             ["--out", "x.gguf", "--seed", "-1"],
             ["--out", "x.gguf", "--seed", "1.5"],
             ["--out", "x.gguf", "--seed", "abc"],
-            ["--out", "x.gguf", "--dtype", "q4"],
+            ["--out", "x.gguf", "--dtype", "q4"]
         ]) {
             const result = await run(args);
             assert.equal(result.code, 2, args.join(" "));
             assert.equal(result.stdout, "");
             assert.match(result.stderr, /Usage: inference-monitor make-model --out FILE/);
         }
-        await assert.rejects(fs.stat("x.gguf"), { code: "ENOENT" });
+        await assert.rejects(fs.stat("x.gguf"), {code: "ENOENT"});
     });
 
     test("--help prints usage on stdout", async () => {

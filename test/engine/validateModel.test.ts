@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import {existsSync} from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
-import { demoModelGgufSpec, demoModelSizes, writeDemoModel, type DemoModelGgufSpec } from "../../engine/model/demoModel";
-import { computeGgufLayout, writeGguf } from "../../engine/model/ggufWriter";
-import { ModelFileError, validateModelFile, type ModelFileErrorCode } from "../../engine/model/validateModel";
+import {after, before, describe, test} from "node:test";
+import {demoModelGgufSpec, demoModelSizes, writeDemoModel, type DemoModelGgufSpec} from "../../engine/model/demoModel.js";
+import {computeGgufLayout, writeGguf} from "../../engine/model/ggufWriter.js";
+import {ModelFileError, validateModelFile, type ModelFileErrorCode} from "../../engine/model/validateModel.js";
 
 // None of these tests may load a model natively: llama.cpp aborts the process on some of these files.
 
@@ -18,11 +18,11 @@ let tinyModel = "";
 before(async () => {
     tmpDir = await fs.mkdtemp(path.join(os.tmpdir(), "im-validate-model-"));
     tinyModel = path.join(tmpDir, "tiny.gguf");
-    await writeDemoModel(tinyModel, { size: "tiny", seed: 0 });
+    await writeDemoModel(tinyModel, {size: "tiny", seed: 0});
 });
 
 after(async () => {
-    await fs.rm(tmpDir, { recursive: true, force: true });
+    await fs.rm(tmpDir, {recursive: true, force: true});
 });
 
 async function assertRejects(file: string, code: ModelFileErrorCode, message?: RegExp): Promise<ModelFileError> {
@@ -41,7 +41,7 @@ async function assertRejects(file: string, code: ModelFileErrorCode, message?: R
 /** Writes a variant of the tiny demo model through the real GGUF writer. */
 async function writeVariant(name: string, edit: (spec: DemoModelGgufSpec) => DemoModelGgufSpec): Promise<string> {
     const file = path.join(tmpDir, name);
-    const spec = edit(demoModelGgufSpec({ size: "tiny", seed: 0 }));
+    const spec = edit(demoModelGgufSpec({size: "tiny", seed: 0}));
     const handle = await fs.open(file, "w");
     try {
         await writeGguf(handle, spec.metadata, spec.tensors);
@@ -53,7 +53,7 @@ async function writeVariant(name: string, edit: (spec: DemoModelGgufSpec) => Dem
 
 const withoutKey = (key: string) => (spec: DemoModelGgufSpec): DemoModelGgufSpec => ({
     ...spec,
-    metadata: spec.metadata.filter((entry) => entry.key !== key),
+    metadata: spec.metadata.filter((entry) => entry.key !== key)
 });
 
 async function writePrefix(name: string, source: string, bytes: number): Promise<string> {
@@ -87,12 +87,12 @@ describe("validateModelFile rejects bad files before any native load", () => {
         await fs.writeFile(short, "GG");
         await assertRejects(short, "NOT_GGUF");
         const binary = path.join(tmpDir, "binary.bin");
-        await fs.writeFile(binary, Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) & 0xff)));
+        await fs.writeFile(binary, Buffer.from(Array.from({length: 4096}, (_, i) => (i * 7919) & 0xff)));
         await assertRejects(binary, "NOT_GGUF");
     });
 
     test("a GGUF truncated in its data section", async () => {
-        const { size } = await fs.stat(tinyModel);
+        const {size} = await fs.stat(tinyModel);
         const half = await writePrefix("half.gguf", tinyModel, Math.floor(size / 2));
         const error = await assertRejects(half, "TRUNCATED", /^GGUF file is truncated: expected ≥ \d+ bytes, file has \d+/);
         assert.match(error.message, new RegExp(`expected ≥ ${size} bytes, file has ${Math.floor(size / 2)}`));
@@ -100,7 +100,7 @@ describe("validateModelFile rejects bad files before any native load", () => {
     });
 
     test("a GGUF truncated inside its header", async () => {
-        const spec = demoModelGgufSpec({ size: "tiny", seed: 0 });
+        const spec = demoModelGgufSpec({size: "tiny", seed: 0});
         const headerLength = computeGgufLayout(spec.metadata, spec.tensors).header.length;
         for (const bytes of [4, 7, 12, 24, 100, 3000, Math.floor(headerLength / 2), headerLength - 1, headerLength + 10])
             await assertRejects(await writePrefix(`header-${bytes}.gguf`, tinyModel, bytes), "TRUNCATED", /truncated/);
@@ -119,7 +119,7 @@ describe("validateModelFile rejects bad files before any native load", () => {
             "llama.context_length",
             "llama.attention.layer_norm_rms_epsilon",
             "general.architecture",
-            "tokenizer.ggml.tokens",
+            "tokenizer.ggml.tokens"
         ]) {
             const file = await writeVariant(`no-${key}.gguf`, withoutKey(key));
             await assertRejects(file, "BAD_METADATA", new RegExp(key.replace(/\./g, "\\.")));
@@ -129,7 +129,7 @@ describe("validateModelFile rejects bad files before any native load", () => {
     test("inconsistent llama hyper-parameters", async () => {
         const setU32 = (key: string, value: number) => (spec: DemoModelGgufSpec): DemoModelGgufSpec => ({
             ...spec,
-            metadata: spec.metadata.map((entry) => (entry.key === key ? { key, value: { type: "uint32", value } } : entry)),
+            metadata: spec.metadata.map((entry) => (entry.key === key ? {key, value: {type: "uint32", value}} : entry))
         });
         await assertRejects(await writeVariant("zero-heads.gguf", setU32("llama.attention.head_count", 0)), "BAD_METADATA", /head_count/);
         await assertRejects(await writeVariant("bad-kv.gguf", setU32("llama.attention.head_count_kv", 3)), "BAD_METADATA", /head_count_kv/);
@@ -141,9 +141,9 @@ describe("validateModelFile rejects bad files before any native load", () => {
             ...spec,
             metadata: spec.metadata.map((entry) =>
                 entry.key === "tokenizer.ggml.tokens" && entry.value.type === "stringArray"
-                    ? { key: entry.key, value: { type: "stringArray", value: entry.value.value.map((t) => t.replace(/^<0x([0-9A-F]{2})>$/, (_, h: string) => `<0x${h.toLowerCase()}>`)) } }
-                    : entry,
-            ),
+                    ? {key: entry.key, value: {type: "stringArray", value: entry.value.value.map((t) => t.replace(/^<0x([0-9A-F]{2})>$/, (_, h: string) => `<0x${h.toLowerCase()}>`))}}
+                    : entry
+            )
         }));
         await assertRejects(file, "BAD_METADATA", /<0x0a>|upper-case/);
     });
@@ -158,7 +158,7 @@ describe("validateModelFile rejects bad files before any native load", () => {
 
     test("corrupted headers only ever produce ModelFileError (and never hang)", async () => {
         const original = await fs.readFile(tinyModel);
-        const spec = demoModelGgufSpec({ size: "tiny", seed: 0 });
+        const spec = demoModelGgufSpec({size: "tiny", seed: 0});
         const headerLength = computeGgufLayout(spec.metadata, spec.tensors).header.length;
         let state = 12345;
         const random = (n: number): number => {
@@ -182,7 +182,7 @@ describe("validateModelFile rejects bad files before any native load", () => {
 describe("validateModelFile accepts valid models", () => {
     test("the tiny demo model", async () => {
         const info = await validateModelFile(tinyModel);
-        const { size } = await fs.stat(tinyModel);
+        const {size} = await fs.stat(tinyModel);
         assert.equal(info.path, tinyModel);
         assert.equal(info.sizeBytes, size);
         assert.equal(info.architecture, "llama");
@@ -199,7 +199,7 @@ describe("validateModelFile accepts valid models", () => {
 
     test("an f32 demo model and relative paths", async () => {
         const file = path.join(tmpDir, "tiny-f32.gguf");
-        await writeDemoModel(file, { size: "tiny", dtype: "f32" });
+        await writeDemoModel(file, {size: "tiny", dtype: "f32"});
         const info = await validateModelFile(path.relative(process.cwd(), file));
         assert.equal(info.path, file);
         assert.equal(info.quantization, "F32");
@@ -208,23 +208,23 @@ describe("validateModelFile accepts valid models", () => {
 
     test("a non-default general.alignment", async () => {
         const file = path.join(tmpDir, "align64.gguf");
-        const spec = demoModelGgufSpec({ size: "tiny", seed: 0 });
+        const spec = demoModelGgufSpec({size: "tiny", seed: 0});
         const handle = await fs.open(file, "w");
         try {
-            await writeGguf(handle, spec.metadata, spec.tensors, { alignment: 64, chunkElements: 1000 });
+            await writeGguf(handle, spec.metadata, spec.tensors, {alignment: 64, chunkElements: 1000});
         } finally {
             await handle.close();
         }
         const info = await validateModelFile(file);
         assert.equal(info.parameterCount, demoModelSizes.tiny.parameterCount);
-        const { readGgufFileInfo } = await import("node-llama-cpp");
-        const parsed = await readGgufFileInfo(file, { logWarnings: false });
+        const {readGgufFileInfo} = await import("node-llama-cpp");
+        const parsed = await readGgufFileInfo(file, {logWarnings: false});
         assert.equal(parsed.metadata.general.alignment, 64);
         for (const tensor of parsed.tensorInfo ?? []) assert.equal(Number(tensor.fileOffset) % 64, 0, tensor.name);
         // Same values regardless of alignment and chunking: the first tensor's bytes match the default file.
         const reference = await fs.readFile(tinyModel);
         const aligned = await fs.readFile(file);
-        const referenceInfo = await readGgufFileInfo(tinyModel, { logWarnings: false });
+        const referenceInfo = await readGgufFileInfo(tinyModel, {logWarnings: false});
         const first = (info: typeof parsed) => Number(info.tensorInfo?.[0]?.fileOffset);
         const length = 128 * demoModelSizes.tiny.vocabSize * 2;
         assert.ok(aligned.subarray(first(parsed), first(parsed) + length).equals(reference.subarray(first(referenceInfo), first(referenceInfo) + length)));
@@ -236,7 +236,7 @@ describe("validateModelFile accepts valid models", () => {
         assert.equal((await validateModelFile(file)).architecture, "llama");
     });
 
-    test("the stories260K reference model", { skip: !existsSync(STORIES_260K) && `${STORIES_260K} not present` }, async () => {
+    test("the stories260K reference model", {skip: !existsSync(STORIES_260K) && `${STORIES_260K} not present`}, async () => {
         const info = await validateModelFile(STORIES_260K);
         assert.equal(info.architecture, "llama");
         assert.equal(info.vocabSize, 512);

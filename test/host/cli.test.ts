@@ -12,6 +12,7 @@ import path from "node:path";
 import {describe, test} from "node:test";
 import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
+import {rawDataToString} from "../../extension/host/net/rawData.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 
 type Run = {code: number | null, stdout: string, stderr: string};
@@ -129,7 +130,7 @@ describe("inference-monitor demo", () => {
         const messages: Array<{type: string, delta?: {seq: number}}> = [];
         const ws = new WebSocket(`${url.replace("http", "ws")}stream`);
         await new Promise((resolve) => ws.on("open", resolve));
-        ws.on("message", (data) => messages.push(JSON.parse(data.toString()) as {type: string}));
+        ws.on("message", (data) => messages.push(JSON.parse(rawDataToString(data)) as {type: string}));
         ws.send(JSON.stringify({type: "ready", protocolVersion: 1}));
         await new Promise((resolve) => setTimeout(resolve, 3000));
         ws.close();

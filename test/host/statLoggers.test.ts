@@ -19,6 +19,7 @@ import {StepFeeder, type HostEvent} from "../helpers/stepFeeder.js";
 /** What parse-prometheus-text-format returns (it ships no types). */
 type PromSample = {value?: string, labels?: Record<string, string>, buckets?: Record<string, string>, count?: string, sum?: string};
 type PromFamily = {name: string, help: string, type: string, metrics: PromSample[]};
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- untyped CommonJS package: `import` would be an implicit any (TS7016)
 const parsePrometheusTextFormat = require("parse-prometheus-text-format") as (text: string) => PromFamily[];
 
 const T0 = 1_700_000_000_000;

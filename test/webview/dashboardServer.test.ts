@@ -221,7 +221,9 @@ describe("PanelSession (the VS Code panel's host end: objects in and out)", () =
         const session = new PanelSession({
             source: stats.manager, send: (message) => sent.push(message), onRejected: (reason) => rejected.push(reason),
             engineStartedAt: () => 1234,
-            exportStats: async (format) => ({format, fileName: `stats.${format}`, mimeType: "text/plain", savedTo: `/tmp/stats.${format}`})
+            exportStats: (format) => Promise.resolve({
+                format, fileName: `stats.${format}`, mimeType: "text/plain", savedTo: `/tmp/stats.${format}`
+            })
         });
         session.receive({type: "ready", protocolVersion: 1});
         assert.equal(sent[0]?.type, "snapshot");

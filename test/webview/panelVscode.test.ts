@@ -11,7 +11,7 @@ import {after, before, describe, test} from "node:test";
 import type {Page} from "playwright-core";
 import type {StatsDelta} from "../../protocol/statsView.js";
 import {makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.js";
-import {DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, type HostToPanel, type PanelToHost} from "../../protocol/panelMessages.js";
+import {DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, type PanelToHost} from "../../protocol/panelMessages.js";
 import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "./panelBuild.js";
 import {fakeStats, type FakeStats} from "./statsFixtures.js";
@@ -25,7 +25,7 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
     const deltas: StatsDelta[] = [];
     const problems: string[] = [];
 
-    const post = async (message: HostToPanel | unknown): Promise<void> => {
+    const post = async (message: unknown): Promise<void> => {
         await page.evaluate((data) => window.postMessage(data, "*"), message);
     };
     const posted = async (): Promise<PanelToHost[]> => await page.evaluate(() => (window as unknown as {__posted: PanelToHost[]}).__posted);

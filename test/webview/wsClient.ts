@@ -1,6 +1,7 @@
 /** A WebSocket client for the dashboard's /stream that collects what the server sends, validated. */
 import WebSocket from "ws";
 import {parseHostToPanel, type HostToPanel} from "../../protocol/panelMessages.js";
+import {rawDataToString} from "../../extension/host/net/rawData.js";
 
 export type StreamClient = {
     socket: WebSocket,
@@ -16,7 +17,7 @@ export async function connectStream(url: string, headers: Record<string, string>
     const messages: StreamClient["messages"] = [];
     const waiters = new Set<() => void>();
     socket.on("message", (data) => {
-        messages.push({...parseHostToPanel(data.toString("utf8")), receivedAt: performance.now()});
+        messages.push({...parseHostToPanel(rawDataToString(data)), receivedAt: performance.now()});
         for (const wake of waiters)
             wake();
     });

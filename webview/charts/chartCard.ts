@@ -12,10 +12,10 @@ export type ChartContext = {
 
 /** A chart made once and updated in place (no re-creation, no animation). */
 export interface LiveChart {
-    readonly name: string;
-    readonly element: HTMLElement;
-    update(context: ChartContext): void;
-    applyTheme(theme: Theme): void;
+    readonly name: string,
+    readonly element: HTMLElement,
+    update(context: ChartContext): void,
+    applyTheme(theme: Theme): void
 }
 
 export type ChartCard = {element: HTMLElement, box: HTMLElement, canvas: HTMLCanvasElement};

@@ -1,12 +1,14 @@
 /**
- * chart.js, registered once with only the parts the panel uses (bundled; no CDN, no eval). Shared options: no animation, theme colours, a linear epoch-ms time axis with clock labels.
+ * chart.js, registered once with only the parts the panel uses (bundled; no CDN, no eval).
+ * Shared options: no animation, theme colours, a linear epoch-ms time axis with clock labels.
  */
 import type {Scale} from "chart.js" with {"resolution-mode": "import"};
+import type * as ChartJsModule from "chart.js" with {"resolution-mode": "import"};
 import {formatClock} from "../../common/format.js";
 import type {Theme} from "../theme.js";
 
 /** The chart.js module (ESM-only: loaded with a dynamic import, which esbuild inlines into the bundle). */
-export type ChartJs = typeof import("chart.js", {with: {"resolution-mode": "import"}});
+export type ChartJs = typeof ChartJsModule;
 
 let loaded: Promise<ChartJs> | undefined;
 

@@ -58,7 +58,10 @@ export class TimeSeriesChart implements LiveChart {
             scales[axis.id] = {
                 type: "linear", position: axis.id === "y" ? "left" : "right", beginAtZero: true, ...(axis.max !== undefined ? {max: axis.max} : {}),
                 title: {display: true, text: axis.title}, grid: {drawOnChartArea: axis.id === "y"},
-                ticks: {maxTicksLimit: 6, ...(axis.format !== undefined ? {callback: (value: number | string) => axis.format!(Number(value))} : {})}
+                ticks: {
+                    maxTicksLimit: 6,
+                    ...(axis.format !== undefined ? {callback: (value: number | string) => axis.format!(Number(value))} : {})
+                }
             };
         this.chart = new chartjs.Chart<"line", Point[]>(card.canvas, {
             type: "line",

@@ -63,7 +63,7 @@ export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen
  * extension's "Run Benchmark…" (which runs it against the engine the panel is watching).
  */
 export async function runWorkload(client: EngineClient, workload: Workload, onProgress?: (done: number) => void,
-    signal?: AbortSignal): Promise<{results: RequestResult[], durationS: number}> {
+                                  signal?: AbortSignal): Promise<{results: RequestResult[], durationS: number}> {
     const rng = new Xoshiro128(workload.seed);
     const prompts = Array.from({length: workload.numPrompts}, () => makePrompt(rng, workload.inputLen));
     let done = 0;

@@ -19,12 +19,13 @@
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import {WebSocket, WebSocketServer, type RawData} from "ws";
+import {WebSocket, WebSocketServer} from "ws";
 import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
 import {encodeMessage, maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
 import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 import {listen} from "../net/listen.js";
+import {rawDataToString} from "../net/rawData.js";
 
 /** What the dashboard shows: StatsManager fits. */
 export type DashboardStatsSource = PanelStatsSource;
@@ -74,7 +75,12 @@ export class DashboardServer {
     private rootDir!: string;
     private closed = false;
 
-    private constructor(private readonly options: DashboardServerOptions, private readonly server: http.Server, readonly host: string, readonly port: number) {
+    private constructor(
+        private readonly options: DashboardServerOptions,
+        private readonly server: http.Server,
+        readonly host: string,
+        readonly port: number
+    ) {
         this.maxBufferedBytes = options.maxBufferedBytes ?? 4 << 20;
     }
 
@@ -173,7 +179,7 @@ export class DashboardServer {
             if (isBinary)
                 session.reject("binary message");
             else
-                session.receive(rawText(data));
+                session.receive(rawDataToString(data));
         });
         // ws reports an oversized or malformed frame here, then closes the socket.
         socket.on("error", (error) => session.reject(`client socket: ${error.message}`));
@@ -258,12 +264,4 @@ export class DashboardServer {
             return undefined;
         }
     }
-}
-
-function rawText(data: RawData): string {
-    if (Array.isArray(data))
-        return Buffer.concat(data).toString("utf8");
-    if (data instanceof ArrayBuffer)
-        return Buffer.from(data).toString("utf8");
-    return data.toString("utf8");
 }

@@ -34,6 +34,7 @@ export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string};
 
 export class EngineLoadError extends Error {
     override readonly name = "EngineLoadError";
+
     constructor(message: string, readonly code?: string) {
         super(message);
     }

@@ -15,15 +15,15 @@ export type EngineLogLevel = "info" | "warn" | "error";
  * function that stops the calls.
  */
 export interface EngineObserver {
-    onEngineState?(state: EngineClientState): void;
+    onEngineState?(state: EngineClientState): void,
     /** Model load progress, 0..1. */
-    onLoading?(fraction: number): void;
-    onEngineReady?(info: EngineInfo): void;
+    onLoading?(fraction: number): void,
+    onEngineReady?(info: EngineInfo): void,
     /** One engine step, or a host-side lifecycle change (arrival, a request ended on the host). */
-    onOutputs?(step: EngineStep): void;
+    onOutputs?(step: EngineStep): void,
     /** A stats-channel snapshot (the worker's clock is this machine's clock). */
-    onStatsSnapshot?(snapshot: ReceivedSnapshot): void;
-    onRejected?(message: RejectedMessage): void;
-    onEngineExit?(exit: EngineExit): void;
-    onLog?(level: EngineLogLevel, message: string): void;
+    onStatsSnapshot?(snapshot: ReceivedSnapshot): void,
+    onRejected?(message: RejectedMessage): void,
+    onEngineExit?(exit: EngineExit): void,
+    onLog?(level: EngineLogLevel, message: string): void
 }

@@ -47,7 +47,7 @@ export class OutputProcessor {
      * requests not in flight are skipped and their ids returned.
      */
     process(events: readonly RequestEvent[], stats: StepStats | undefined, toHost: number, receivedAt: number):
-        {step: EngineStep, unknownIds: string[]} {
+    {step: EngineStep, unknownIds: string[]} {
         const iteration = emptyIteration(receivedAt);
         const unknownIds: string[] = [];
         for (const event of events) {

@@ -20,7 +20,14 @@ export type RequestResult = RequestLifecycle & {
     deliveries: Delivery[]
 };
 
-export type FinishInput = {t: number, receivedAt: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string};
+export type FinishInput = {
+    t: number,
+    receivedAt: number,
+    reason: FinishReason,
+    promptTokens: number,
+    generatedTokens: number,
+    error?: string
+};
 
 const seconds = (later: number, earlier: number): number => (later - earlier) / 1000;
 

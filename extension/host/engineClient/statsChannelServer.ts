@@ -5,6 +5,7 @@ import {WebSocketServer, type WebSocket} from "ws";
 import {parseStatsMessage, statsMaxPayloadBytes, statsSecretHeader, type StatsHello, type StatsSnapshot} from "../../../protocol/statsChannel.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import {listen} from "../net/listen.js";
+import {rawDataToString} from "../net/rawData.js";
 
 export type ReceivedSnapshot = StatsSnapshot & {receivedAt: number};
 
@@ -75,7 +76,7 @@ export class StatsChannelServer extends EventEmitter<StatsChannelEvents> {
             }
             const receivedAt = Date.now();
             try {
-                const message = parseStatsMessage(data.toString());
+                const message = parseStatsMessage(rawDataToString(data));
                 if (message.type === "hello")
                     this.emit("hello", message);
                 else

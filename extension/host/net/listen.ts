@@ -3,6 +3,7 @@ import type {AddressInfo, Server} from "node:net";
 /** A port someone else already listens on, named with its host (and what it was for) so the user knows which setting to change. */
 export class PortInUseError extends Error {
     override readonly name = "PortInUseError";
+
     constructor(readonly port: number, readonly host: string, readonly purpose?: string) {
         super(`${purpose === undefined ? "port" : `${purpose} port`} ${port} on ${host} is already in use`);
     }

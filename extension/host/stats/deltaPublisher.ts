@@ -6,11 +6,11 @@ export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters
 
 /** Where the publisher reads the current state. */
 export interface DeltaSource {
-    scalars(now: number): ViewScalars;
-    seriesCursor(): number;
-    seriesSince(cursor: number): TimeSeriesPoint[];
-    requestCursor(): number;
-    requestsSince(cursor: number): RequestLifecycle[];
+    scalars(now: number): ViewScalars,
+    seriesCursor(): number,
+    seriesSince(cursor: number): TimeSeriesPoint[],
+    requestCursor(): number,
+    requestsSince(cursor: number): RequestLifecycle[]
 }
 
 export type SubscribeOptions = {

@@ -34,7 +34,8 @@ export class MetricStore {
         this.lengthHistograms = [prompt, generation];
         this.histograms = {
             ttft: new Histogram(latencyBuckets.ttft), itl: new Histogram(latencyBuckets.itl), tpot: new Histogram(latencyBuckets.tpot),
-            e2e: new Histogram(latencyBuckets.e2e), queue: new Histogram(latencyBuckets.queue), prefill: new Histogram(latencyBuckets.prefill),
+            e2e: new Histogram(latencyBuckets.e2e), queue: new Histogram(latencyBuckets.queue),
+            prefill: new Histogram(latencyBuckets.prefill),
             decode: new Histogram(latencyBuckets.decode), inference: new Histogram(latencyBuckets.inference),
             promptTokens: prompt, generationTokens: generation
         };

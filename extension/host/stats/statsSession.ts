@@ -4,6 +4,6 @@
  */
 export interface StatsSession {
     /** Totals StatsManager has counted, for checking it against a benchmark's own counts. */
-    totals(): {promptTokens: number, generationTokens: number, finished: number};
-    dispose(): Promise<void>;
+    totals(): {promptTokens: number, generationTokens: number, finished: number},
+    dispose(): Promise<void>
 }

@@ -16,7 +16,8 @@ export type LoggingStatLoggerOptions = {
 
 /**
  * vLLM's periodic log line, every `logIntervalS`:
- * `Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs, GPU KV cache usage: Z%`
+ * `Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs,
+ * GPU KV cache usage: Z%`
  * (`KV cache usage` on the CPU backend). Throughputs are the tokens recorded in the interval over its
  * length. Quiet when idle: no line when the interval and the one before it had no tokens and nothing
  * running or waiting — so the interval in which activity stopped is still reported, once.

@@ -22,18 +22,18 @@ export type EngineGaugeValues = {
 
 export interface StatLogger {
     /** The engine is ready (again); `maxModelLen` sizes the length histograms' buckets. */
-    recordEngine(info: EngineInfo, maxModelLen: number): void;
+    recordEngine(info: EngineInfo, maxModelLen: number): void,
     /**
      * Once per engine step, in order (no scheduler stats for host-side changes: arrivals, requests
      * ended on the host). Must be cheap and must not throw.
      */
-    record(scheduler: SchedulerStats | undefined, iteration: IterationStats): void;
+    record(scheduler: SchedulerStats | undefined, iteration: IterationStats): void,
     /** A message was refused by the host, the engine or the stats channel. */
-    recordRejected(source: RejectedMessage["source"]): void;
+    recordRejected(source: RejectedMessage["source"]): void,
     /** On every StatsManager tick (default every 250 ms), with the current gauges. */
-    log(now: number, gauges: EngineGaugeValues): void;
+    log(now: number, gauges: EngineGaugeValues): void,
     /** StatsManager.reset() was called. Cumulative exporters (Prometheus) ignore it. */
-    reset(now: number): void;
+    reset(now: number): void,
     /** Releases what the logger holds (timers, sockets). StatsManager.dispose() calls it. */
-    dispose(): void | Promise<void>;
+    dispose(): void | Promise<void>
 }
