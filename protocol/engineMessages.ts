@@ -42,7 +42,11 @@ export type HostToEngine =
     | {type: "ping", seq: number, hostTime: number}
     | {type: "shutdown"};
 
-export type GpuBackend = "cuda" | "vulkan" | "metal" | "cpu";
+export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
+export type GpuBackend = typeof gpuBackends[number];
+
+export const engineLogLevels = ["info", "warn", "error"] as const;
+export type EngineLogLevel = typeof engineLogLevels[number];
 
 export type ModelInfo = {
     path: string,
@@ -99,7 +103,7 @@ export type EngineToHost =
     | {type: "outputs", events: RequestEvent[], step: StepStats}
     | {type: "pong", seq: number, hostTime: number, engineTime: number}
     | {type: "rejected", reason: string}
-    | {type: "log", level: "info" | "warn" | "error", message: string};
+    | {type: "log", level: EngineLogLevel, message: string};
 
 const maxIdLength = 200;
 
@@ -190,7 +194,7 @@ function parseEngineInfo(value: unknown): EngineInfo {
         throw new ProtocolError("info.gpuDevices: expected strings");
     return {
         pid: expectInteger(obj, "pid", "info"),
-        backend: expectOneOf(obj, "backend", ["cuda", "vulkan", "metal", "cpu"] as const, "info"),
+        backend: expectOneOf(obj, "backend", gpuBackends, "info"),
         gpuDevices: gpuDevices as string[],
         vramTotalBytes: expectNumber(obj, "vramTotalBytes", "info"),
         vramUsedBytes: expectNumber(obj, "vramUsedBytes", "info"),
@@ -229,7 +233,7 @@ export function parseEngineToHost(value: unknown): EngineToHost {
         case "loadFailed": return {type: "loadFailed", error: parseErrorInfo(obj.error)};
         case "pong": return {type: "pong", seq: expectInteger(obj, "seq", "pong"), hostTime: expectNumber(obj, "hostTime", "pong"), engineTime: expectNumber(obj, "engineTime", "pong")};
         case "rejected": return {type: "rejected", reason: expectString(obj, "reason", "rejected")};
-        case "log": return {type: "log", level: expectOneOf(obj, "level", ["info", "warn", "error"] as const, "log"), message: expectString(obj, "message", "log")};
+        case "log": return {type: "log", level: expectOneOf(obj, "level", engineLogLevels, "log"), message: expectString(obj, "message", "log")};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
 }

@@ -1,7 +1,9 @@
 /** Sizes of the built-in demo model (see engine/model/demoModel.ts). */
-export type DemoModelSize = "tiny" | "small" | "medium";
+export const demoModelSizeNames = ["tiny", "small", "medium"] as const;
+export type DemoModelSize = typeof demoModelSizeNames[number];
 
-export type GpuSetting = "auto" | "cuda" | "vulkan" | "metal" | "off";
+export const gpuSettings = ["auto", "cuda", "vulkan", "metal", "off"] as const;
+export type GpuSetting = typeof gpuSettings[number];
 
 /** Where the stats worker reports to; handed over through the environment or workerData, never argv. */
 export type StatsChannelTarget = {url: string, secret: string};

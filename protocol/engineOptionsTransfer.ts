@@ -1,5 +1,5 @@
-import type {EngineOptions} from "./engineOptions.js";
-import {ProtocolError, expectObject, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
+import {demoModelSizeNames, gpuSettings, type EngineOptions} from "./engineOptions.js";
+import {ProtocolError, expectObject, expectOneOf, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
 
 /** Environment variable carrying the engine options (JSON) to a spawned engine process. */
 export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";
@@ -24,20 +24,12 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     const options: EngineOptions = {};
     const modelPath = optionalString(obj, "modelPath", what);
     if (modelPath !== undefined) options.modelPath = modelPath;
-    const size = optionalString(obj, "demoModelSize", what);
-    if (size !== undefined) {
-        if (size !== "tiny" && size !== "small" && size !== "medium")
-            throw new ProtocolError(`${what}.demoModelSize: expected tiny, small or medium`);
-        options.demoModelSize = size;
-    }
+    if (obj.demoModelSize !== undefined)
+        options.demoModelSize = expectOneOf(obj, "demoModelSize", demoModelSizeNames, what);
     const cacheDir = optionalString(obj, "cacheDir", what);
     if (cacheDir !== undefined) options.cacheDir = cacheDir;
-    const gpu = optionalString(obj, "gpu", what);
-    if (gpu !== undefined) {
-        if (gpu !== "auto" && gpu !== "cuda" && gpu !== "vulkan" && gpu !== "metal" && gpu !== "off")
-            throw new ProtocolError(`${what}.gpu: expected auto, cuda, vulkan, metal or off`);
-        options.gpu = gpu;
-    }
+    if (obj.gpu !== undefined)
+        options.gpu = expectOneOf(obj, "gpu", gpuSettings, what);
     const contextSize = optionalInteger(obj, "contextSize", what);
     if (contextSize !== undefined) options.contextSize = contextSize;
     const parallel = optionalInteger(obj, "parallel", what);

@@ -9,7 +9,8 @@ import type {EngineInfo, FinishReason} from "./engineMessages.js";
 import type {RequestLifecycle} from "./requestLifecycle.js";
 
 /** What the engine is doing, as the panel shows it. */
-export type EngineStateName = "loading" | "idle" | "busy" | "stalled" | "crashed" | "stopped";
+export const engineStateNames = ["loading", "idle", "busy", "stalled", "crashed", "stopped"] as const;
+export type EngineStateName = typeof engineStateNames[number];
 
 export const latencyMetrics = ["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"] as const;
 /** Durations in seconds: time to first token, inter-token latency, time per output token, e2e, and the phases. */

@@ -7,14 +7,11 @@
 import {
     ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
 } from "./validation.js";
-import {finishReasons} from "./engineMessages.js";
-import type {EngineInfo} from "./engineMessages.js";
-import {histogramMetrics, type EngineStateName, type HistogramMetric, type HistogramView, type PercentileSummary, type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint} from "./statsView.js";
+import {finishReasons, gpuBackends, type EngineInfo} from "./engineMessages.js";
+import {engineStateNames, histogramMetrics, type HistogramMetric, type HistogramView, type PercentileSummary, type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint} from "./statsView.js";
 import type {RequestLifecycle} from "./requestLifecycle.js";
 
-export const engineStateNames: readonly EngineStateName[] = ["loading", "idle", "busy", "stalled", "crashed", "stopped"];
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
-const backends = ["cuda", "vulkan", "metal", "cpu"] as const;
 
 /** Upper bounds on what one message may carry (far above what StatsManager sends). */
 export const payloadLimits = {timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000} as const;
@@ -45,7 +42,7 @@ function optionalNumberField(obj: JsonObject, key: string, what: string): void {
 function checkEngineInfo(value: unknown, what: string): EngineInfo {
     const obj = expectObject(value, what);
     expectInteger(obj, "pid", what);
-    expectOneOf(obj, "backend", backends, what);
+    expectOneOf(obj, "backend", gpuBackends, what);
     const gpus = expectArray(obj, "gpuDevices", what, 64);
     if (!gpus.every((name) => typeof name === "string"))
         throw new ProtocolError(`${what}.gpuDevices: expected strings`);

@@ -87,3 +87,8 @@ export function expectNumberArray(obj: JsonObject, key: string, what: string): n
             throw new ProtocolError(`${what}.${key}: expected an array of finite numbers`);
     return value as number[];
 }
+
+/** Whether `value` is one of `allowed` (for settings and options read from untyped sources). */
+export function isOneOf<const T extends string>(value: unknown, allowed: readonly T[]): value is T {
+    return typeof value === "string" && (allowed as readonly string[]).includes(value);
+}

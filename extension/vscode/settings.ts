@@ -1,5 +1,6 @@
 import * as vscode from "vscode";
-import type {GpuSetting} from "../../protocol/engineOptions.js";
+import {gpuSettings, type GpuSetting} from "../../protocol/engineOptions.js";
+import {isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
 
 export const configSection = "inferenceMonitor";
@@ -24,7 +25,7 @@ export function readSettings(): MonitorSettings {
     const mode = config.get<string>("engineMode", "process");
     return {
         modelPath: config.get<string>("modelPath", "").trim(),
-        gpu: gpu === "cuda" || gpu === "vulkan" || gpu === "metal" || gpu === "off" ? gpu : "auto",
+        gpu: isOneOf(gpu, gpuSettings) ? gpu : "auto",
         contextSize: Math.max(128, Math.floor(config.get<number>("contextSize", 4096))),
         parallelSequences: Math.min(64, Math.max(1, Math.floor(config.get<number>("parallelSequences", 4)))),
         threads: Math.max(0, Math.floor(config.get<number>("threads", 0))),

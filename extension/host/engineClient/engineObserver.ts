@@ -1,4 +1,4 @@
-import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {EngineInfo, EngineLogLevel} from "../../../protocol/engineMessages.js";
 import type {EngineStep} from "./engineStep.js";
 import type {EngineExit} from "./engineTransport.js";
 import type {ReceivedSnapshot} from "./statsChannelServer.js";
@@ -7,7 +7,7 @@ export type EngineClientState = "stopped" | "loading" | "ready" | "crashed";
 
 export type RejectedMessage = {source: "engine" | "host" | "stats", reason: string};
 
-export type EngineLogLevel = "info" | "warn" | "error";
+export type {EngineLogLevel};
 
 /**
  * Everything an EngineClient tells the code that follows it (StatsManager, the VS Code glue, tests),

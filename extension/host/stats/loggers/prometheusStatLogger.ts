@@ -1,6 +1,6 @@
 import {Registry} from "prom-client";
 import {finishReasons} from "../../../../protocol/engineMessages.js";
-import type {EngineStateName} from "../../../../protocol/statsView.js";
+import {engineStateNames} from "../../../../protocol/statsView.js";
 import {MetricsHttpServer} from "./metricsHttpServer.js";
 import {VllmMetrics, type BaseLabel} from "./prometheusMetrics.js";
 import type {EngineInfo} from "../../../../protocol/engineMessages.js";
@@ -24,7 +24,6 @@ export type PrometheusStatLoggerOptions = {
     engineIndex?: number
 };
 
-const engineStates: readonly EngineStateName[] = ["loading", "idle", "busy", "stalled", "crashed", "stopped"];
 const maxPendingLengths = 10_000;
 
 type Labels = Record<BaseLabel, string>;
@@ -126,7 +125,7 @@ export class PrometheusStatLogger implements StatLogger {
         m.engineStall.set(labels, gauges.msSinceLastStep / 1000);
         m.vramUsed.set(labels, gauges.vramUsedBytes);
         m.vramTotal.set(labels, gauges.vramTotalBytes);
-        for (const state of engineStates)
+        for (const state of engineStateNames)
             m.engineState.set({...labels, state}, state === gauges.state ? 1 : 0);
     }
 
@@ -168,7 +167,7 @@ export class PrometheusStatLogger implements StatLogger {
         const m = this.metrics;
         for (const gauge of [m.running, m.waiting, m.kvCacheUsage, m.engineStall, m.vramUsed, m.vramTotal])
             gauge.remove(old);
-        for (const state of engineStates)
+        for (const state of engineStateNames)
             m.engineState.remove({...old, state});
         this.labels = {...old, model_name: modelName};
     }
