@@ -2,12 +2,15 @@ import type {LlamaContextSequence, Token} from "./llamaTypes.js";
 import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
-import type {EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestEvent, StepStats} from "../protocol/engineMessages.js";
+import type {
+    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, StepStats
+} from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {preloadChatWrapper, renderPrompt} from "./promptRenderer.js";
+import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";
 import {StepBarrier} from "./stepBarrier.js";
+import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
@@ -23,6 +26,7 @@ type ActiveRequest = {
     arrivalSeq: number,
     maxTokens: number,
     temperature: number,
+    topP: number | undefined,
     seed: number | undefined,
     ignoreEos: boolean,
     debugBlockMs: number,
@@ -34,6 +38,7 @@ type ActiveRequest = {
     scheduledOnce: boolean,
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
+    stopStrings: StopStringMatcher,
     /** Text and token times produced since the last flush. */
     pendingText: string,
     pendingTimes: number[]
@@ -158,6 +163,7 @@ export class Engine {
             arrivalSeq: this.arrivalSeq++,
             maxTokens: request.maxTokens,
             temperature: request.temperature ?? defaultTemperature,
+            topP: request.topP,
             seed: request.seed,
             ignoreEos: request.ignoreEos ?? false,
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
@@ -168,32 +174,35 @@ export class Engine {
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
+            stopStrings: new StopStringMatcher(request.stop ?? []),
             pendingText: "",
             pendingTimes: []
         };
         this.requests.set(active.id, active);
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
-        if (request.debugBlockMs !== undefined && !this.allowDebugRequests)
-            return this.finish(active, "error", "debugBlockMs is a test-only field and this engine does not allow debug requests");
-        if (request.maxTokens <= 0)
-            return this.finish(active, "error", `maxTokens must be > 0, got ${request.maxTokens}`);
+        const invalid = invalidParameter(request, this.allowDebugRequests);
+        if (invalid !== undefined)
+            return this.finish(active, "error", invalid, "invalid_request");
 
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request);
         } catch (error) {
-            return this.finish(active, "error", `could not process input: ${errorMessage(error)}`);
+            return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
+                error instanceof PromptInputError ? "invalid_request" : "engine_error");
         }
         this.emit({kind: "inputProcessed", id: active.id, t: nowMs(), promptTokens: active.promptTokens.length});
         if (active.stop === "cancel")
             return this.finish(active, "abort");
         if (active.promptTokens.length === 0)
-            return this.finish(active, "error", "the prompt is empty after tokenization");
+            return this.finish(active, "error", "the prompt is empty after tokenization", "invalid_request");
+        if (request.clampMaxTokens === true)
+            active.maxTokens = Math.max(1, Math.min(active.maxTokens, this.kvCapacity - active.promptTokens.length));
         active.kvBudget = active.promptTokens.length + active.maxTokens;
         if (active.kvBudget > this.kvCapacity)
             return this.finish(active, "error",
-                `this engine's context holds ${this.kvCapacity} tokens, but the request needs ${active.kvBudget} ` +
-                `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`);
+                `this model's context holds ${this.kvCapacity} tokens, but the request needs ${active.kvBudget} ` +
+                `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`, "context_length_exceeded");
 
         this.queue.push(active);
         this.stats?.counters.add(CounterSlot.promptTokensTotal, active.promptTokens.length);
@@ -266,6 +275,7 @@ export class Engine {
         const input = request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
         let reason: FinishReason | undefined;
         let error: string | undefined;
+        let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
         let member = false;
         try {
@@ -273,6 +283,7 @@ export class Engine {
             if (request.stop === undefined) {
                 const tokens = slot.sequence.evaluate(input, {
                     temperature: request.temperature,
+                    ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
                     yieldEogToken: true
                 });
@@ -287,6 +298,10 @@ export class Engine {
                     if (request.stop === "cancel")
                         break;
                     this.recordToken(request, token, t);
+                    if (request.stopStrings.hasStopped) {
+                        reason = "stop";
+                        break;
+                    }
                     if (request.generated.length >= request.maxTokens) {
                         reason = "length";
                         break;
@@ -304,6 +319,7 @@ export class Engine {
         } catch (err) {
             reason = "error";
             error = `generation failed: ${errorMessage(err)}`;
+            errorCode = "engine_error";
         } finally {
             if (member)
                 this.barrier.leave();
@@ -318,7 +334,7 @@ export class Engine {
         this.kvReserved -= request.kvBudget;
 
         if (reason !== undefined)
-            this.finish(request, reason, error);
+            this.finish(request, reason, error, errorCode);
         else if (request.stop === "cancel" || this.disposed)
             this.finish(request, "abort");
         else {
@@ -332,7 +348,7 @@ export class Engine {
 
     private recordToken(request: ActiveRequest, token: Token, t: number): void {
         request.generated.push(token);
-        request.pendingText += request.detokenizer.push(token);
+        request.pendingText += request.stopStrings.push(request.detokenizer.push(token));
         request.pendingTimes.push(t);
         this.pendingTokenRequests.add(request);
         this.stepTokens++;
@@ -340,8 +356,8 @@ export class Engine {
         this.scheduleFlush();
     }
 
-    private finish(request: ActiveRequest, reason: FinishReason, error?: string): void {
-        request.pendingText += request.detokenizer.flush();
+    private finish(request: ActiveRequest, reason: FinishReason, error?: string, errorCode?: RequestErrorCode): void {
+        request.pendingText += request.stopStrings.push(request.detokenizer.flush()) + request.stopStrings.flush();
         if (request.pendingTimes.length > 0 || request.pendingText !== "")
             this.takeTokens(request);
         this.requests.delete(request.id);
@@ -349,8 +365,10 @@ export class Engine {
             kind: "finished", id: request.id, t: nowMs(), reason,
             promptTokens: request.promptTokens.length, generatedTokens: request.generated.length
         };
-        if (error !== undefined)
+        if (error !== undefined) {
             event.error = error;
+            event.errorCode = errorCode ?? "engine_error";
+        }
         this.emit(event);
     }
 
@@ -412,6 +430,19 @@ export class Engine {
         counters.set(CounterSlot.running, this.runningCount);
         counters.set(CounterSlot.waiting, this.queue.length);
     }
+}
+
+/** Why a request's parameters cannot be served, or undefined when they can. */
+function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean): string | undefined {
+    if (request.debugBlockMs !== undefined && !allowDebugRequests)
+        return "debugBlockMs is a test-only field and this engine does not allow debug requests";
+    if (request.maxTokens <= 0)
+        return `maxTokens must be > 0, got ${request.maxTokens}`;
+    if (request.temperature !== undefined && request.temperature < 0)
+        return `temperature must be ≥ 0, got ${request.temperature}`;
+    if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
+        return `topP must be in (0, 1], got ${request.topP}`;
+    return undefined;
 }
 
 /** Test-only: occupy the main thread, as a stuck native call or a long synchronous step would. */

@@ -11,17 +11,32 @@ function plainChatText(messages: ChatMessage[]): string {
     return messages.map((message) => `${message.role}: ${message.content}`).join("\n") + "\nassistant:";
 }
 
+/** The request asks for something this model cannot do (the caller's mistake, not the engine's). */
+export class PromptInputError extends Error {
+    override readonly name = "PromptInputError";
+}
+
 /**
  * Input processing: turns a request's prompt or chat messages into prompt tokens. Chat messages go
  * through node-llama-cpp's chat wrapper for the model (its Jinja template when the GGUF has one).
+ * A prompt with a suffix becomes a fill-in-the-middle prompt: FIM_PRE prompt FIM_SUF suffix FIM_MID.
  */
-export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages">): Token[] {
+export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix">): Token[] {
+    if (request.prompt !== undefined && request.suffix !== undefined)
+        return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)
         return model.tokenize(request.prompt, false);
     const messages = request.messages ?? [];
     if (!hasChatTemplate(model))
         return model.tokenize(plainChatText(messages), false);
     return renderWithChatWrapper(model, messages);
+}
+
+function fillInTheMiddle(model: LlamaModel, prefix: string, suffix: string): Token[] {
+    const {prefix: pre, suffix: suf, middle: mid} = model.tokens.infill;
+    if (pre === null || suf === null || mid === null)
+        throw new PromptInputError("this model has no fill-in-the-middle tokens (FIM prefix, suffix and middle), so `suffix` cannot be used");
+    return [pre, ...model.tokenize(prefix, false), suf, ...model.tokenize(suffix, false), mid];
 }
 
 let chatWrapperModule: NodeLlamaCpp | undefined;

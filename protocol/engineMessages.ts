@@ -14,6 +14,10 @@ import {
 export const finishReasons = ["stop", "length", "abort", "error"] as const;
 export type FinishReason = typeof finishReasons[number];
 
+/** Why the engine refused or failed a request, so a server in front of it can answer with the right status. */
+export const requestErrorCodes = ["invalid_request", "context_length_exceeded", "engine_error"] as const;
+export type RequestErrorCode = typeof requestErrorCodes[number];
+
 export const chatRoles = ["system", "user", "assistant"] as const;
 export type ChatMessage = {role: typeof chatRoles[number], content: string};
 
@@ -25,9 +29,20 @@ export type GenerateRequest = {
     messages?: ChatMessage[],
     /** Number of tokens to generate at most (> 0). */
     maxTokens: number,
+    /**
+     * `maxTokens` is an upper bound that may be lowered to what the context leaves after the prompt
+     * (an API request that gave no `max_tokens`). Default false: a request that does not fit is refused.
+     */
+    clampMaxTokens?: boolean,
     /** Sampling temperature; 0 = greedy. Default 0.8. */
     temperature?: number,
+    /** Nucleus sampling: keep the smallest set of tokens whose probabilities add up to this (0 < topP ≤ 1). Default 1 (off). */
+    topP?: number,
     seed?: number,
+    /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
+    stop?: string[],
+    /** With `prompt`: fill in the middle between `prompt` and `suffix` (needs the model's FIM tokens). */
+    suffix?: string,
     /** Higher is scheduled first and may preempt lower-priority running requests. Default 0. */
     priority?: number,
     /** Keep generating past end-of-sequence tokens (like vLLM's `ignore_eos`), for exact output lengths. */
@@ -79,7 +94,7 @@ export type RequestEvent =
     /** Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their stable text. */
     | {kind: "tokens", id: string, text: string, times: number[]}
     | {kind: "preempted", id: string, t: number}
-    | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string};
+    | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode};
 
 export type RequestEventKind = RequestEvent["kind"];
 
@@ -106,6 +121,9 @@ export type EngineToHost =
     | {type: "log", level: EngineLogLevel, message: string};
 
 const maxIdLength = 200;
+/** At most this many stop strings per request, each at most this long (as OpenAI's API: 4; vLLM allows more). */
+export const maxStopStrings = 16;
+export const maxStopLength = 1000;
 
 function parseChatMessage(value: unknown, index: number): ChatMessage {
     const what = `messages[${index}]`;
@@ -126,8 +144,24 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     };
     if (prompt !== undefined) request.prompt = prompt;
     if (messages !== undefined) request.messages = messages;
+    const clampMaxTokens = optionalBoolean(obj, "clampMaxTokens", what);
+    if (clampMaxTokens !== undefined) request.clampMaxTokens = clampMaxTokens;
     const temperature = optionalNumber(obj, "temperature", what);
     if (temperature !== undefined) request.temperature = temperature;
+    const topP = optionalNumber(obj, "topP", what);
+    if (topP !== undefined) request.topP = topP;
+    if (obj.stop !== undefined)
+        request.stop = expectArray(obj, "stop", what, maxStopStrings).map((value, index) => {
+            if (typeof value !== "string" || value === "" || value.length > maxStopLength)
+                throw new ProtocolError(`request.stop[${index}]: expected a non-empty string of at most ${maxStopLength} characters`);
+            return value;
+        });
+    const suffix = optionalString(obj, "suffix", what);
+    if (suffix !== undefined) {
+        if (prompt === undefined)
+            throw new ProtocolError("request.suffix: only with prompt");
+        request.suffix = suffix;
+    }
     const seed = optionalInteger(obj, "seed", what);
     if (seed !== undefined) request.seed = seed;
     const priority = optionalNumber(obj, "priority", what);
@@ -168,6 +202,7 @@ function parseRequestEvent(value: unknown): RequestEvent {
             };
             const error = optionalString(obj, "error", what);
             if (error !== undefined) event.error = error;
+            if (obj.errorCode !== undefined) event.errorCode = expectOneOf(obj, "errorCode", requestErrorCodes, what);
             return event;
         }
         default: return {kind, id, t: expectNumber(obj, "t", what)};

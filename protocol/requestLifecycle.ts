@@ -6,7 +6,10 @@
  * Timestamps are epoch milliseconds on the host clock (engine times moved by the measured offset);
  * derived durations are seconds, as vLLM's metrics (see DESIGN: "Lifecycle and metric definitions").
  */
-import type {FinishReason} from "./engineMessages.js";
+import type {FinishReason, RequestErrorCode} from "./engineMessages.js";
+
+/** At most this many characters in a client label. */
+export const maxClientLabelLength = 64;
 
 export type RequestPhase = "input" | "waiting" | "running" | "preempted" | "finished";
 
@@ -30,6 +33,11 @@ export type RequestMetrics = {
 
 export type RequestLifecycle = {
     id: string,
+    /**
+     * Who sent it: the API client (`openai-js`, `curl`, `Continue`, an API key's name …) or the
+     * product's own sender (`send-prompt`, `bench`, `demo`). At most `maxClientLabelLength` characters.
+     */
+    client: string,
     phase: RequestPhase,
     priority: number,
     /** The request's `maxTokens` parameter. */
@@ -52,6 +60,8 @@ export type RequestLifecycle = {
     preemptions: number[],
     reason?: FinishReason,
     error?: string,
+    /** With `error`: whose fault it was (a bad request, a too-long one, or the engine). */
+    errorCode?: RequestErrorCode,
     promptTokens: number,
     generatedTokens: number,
     metrics: RequestMetrics

@@ -7,9 +7,9 @@
 import {
     ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
 } from "./validation.js";
-import {finishReasons, gpuBackends, type EngineInfo} from "./engineMessages.js";
+import {finishReasons, gpuBackends, requestErrorCodes, type EngineInfo} from "./engineMessages.js";
 import {engineStateNames, histogramMetrics, type HistogramMetric, type HistogramView, type PercentileSummary, type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint} from "./statsView.js";
-import type {RequestLifecycle} from "./requestLifecycle.js";
+import {maxClientLabelLength, type RequestLifecycle} from "./requestLifecycle.js";
 
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
 
@@ -142,6 +142,7 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
     const what = `requests[${index}]`;
     const obj = expectObject(value, what);
     expectString(obj, "id", what, 200);
+    expectString(obj, "client", what, maxClientLabelLength);
     expectOneOf(obj, "phase", requestPhases, what);
     for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "generatedTokens"])
         expectNumber(obj, key, what);
@@ -154,6 +155,8 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
         expectOneOf(obj, "reason", finishReasons, what);
     if (obj.error !== undefined)
         expectString(obj, "error", what, 10_000);
+    if (obj.errorCode !== undefined)
+        expectOneOf(obj, "errorCode", requestErrorCodes, what);
     const metrics = expectObject(obj.metrics, `${what}.metrics`);
     for (const key of recordMetricKeys)
         optionalNumberField(metrics, key, `${what}.metrics`);

@@ -9,7 +9,7 @@ import type {EngineStep} from "../../extension/host/engineClient/engineStep.js";
 import {OutputProcessor} from "../../extension/host/engineClient/outputProcessor.js";
 
 /** A request entering the host. */
-export type ArrivalEvent = {kind: "arrival", id: string, t: number, priority: number, maxTokens: number};
+export type ArrivalEvent = {kind: "arrival", id: string, t: number, priority: number, maxTokens: number, client?: string};
 /** An engine event already on the host clock, with the time the host received it. */
 export type HostEvent = ArrivalEvent | (RequestEvent & {receivedAt: number});
 
@@ -25,7 +25,7 @@ export class StepFeeder {
     /** One event, as its own step (what an outputs message with one event does). */
     send(event: HostEvent): void {
         if (event.kind === "arrival")
-            this.deliver(this.processor.arrive(event.id, event.t, event.priority, event.maxTokens));
+            this.deliver(this.processor.arrive(event.id, event.client ?? "test", event.t, event.priority, event.maxTokens));
         else
             this.outputs([event], undefined, event.receivedAt);
     }

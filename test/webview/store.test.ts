@@ -74,7 +74,7 @@ describe("StatsStore", () => {
         let seq = 0;
         for (let i = 1; i <= 4 * 3600; i++) { // an hour at 4 deltas a second, one point and one request each
             const t = snapshot.t + i * 250;
-            store.applyDelta({t, seq: ++seq, timeSeries: [{t, ...template}], requests: [{id: `q${i}`, phase: "finished", priority: 0, maxTokens: 1,
+            store.applyDelta({t, seq: ++seq, timeSeries: [{t, ...template}], requests: [{id: `q${i}`, client: "test", phase: "finished", priority: 0, maxTokens: 1,
                 arrival: t, preemptions: [], promptTokens: 1, generatedTokens: 1, metrics: {}}]});
             assert.ok(store.series.capacityUsed <= 2 * (storeLimits.seriesWindowMs / 250 + 1) + 64);
         }

@@ -6,6 +6,7 @@ import {
     parseEngineToHost, parseHostToEngine, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
     type RequestEvent, type StepStats
 } from "../../../protocol/engineMessages.js";
+import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
 import type {EngineClientState, EngineLogLevel, EngineObserver, RejectedMessage} from "./engineObserver.js";
 import type {EngineStep} from "./engineStep.js";
@@ -29,8 +30,14 @@ export type EngineClientOptions = Omit<EngineOptions, "statsChannel"> & {
     clockSyncRounds?: number
 };
 
-/** What a caller passes to `generate`: a request without an id (one is assigned) unless given. */
-export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string};
+/**
+ * What a caller passes to `generate`: a request without an id (one is assigned) unless given, and
+ * the label of who sent it (stays on the host: the stats break requests down by it).
+ */
+export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string, client?: string};
+
+/** The client label of requests that do not say who sent them. */
+export const defaultClientLabel = "local";
 
 export class EngineLoadError extends Error {
     override readonly name = "EngineLoadError";
@@ -142,12 +149,14 @@ export class EngineClient {
 
     /** Sends a request; text streams through the handle, which resolves with the result. */
     generate(input: GenerateInput): RequestHandle {
-        const id = input.id ?? randomUUID();
-        const arrivalStep = this.outputs.arrive(id, nowMs(), input.priority ?? 0, input.maxTokens);
+        const {client, id: givenId, ...fields} = input;
+        const id = givenId ?? randomUUID();
+        const label = (client ?? defaultClientLabel).slice(0, maxClientLabelLength);
+        const arrivalStep = this.outputs.arrive(id, label, nowMs(), input.priority ?? 0, input.maxTokens);
         const handle = new RequestHandle(id, (requestId) => this.cancel(requestId));
         this.handles.set(id, handle);
         this.notify((o) => o.onOutputs?.(arrivalStep));
-        const request: GenerateRequest = {...input, id};
+        const request: GenerateRequest = {...fields, id};
 
         let problem: string | undefined;
         try {

@@ -31,10 +31,10 @@ export class OutputProcessor {
     }
 
     /** A request entered the host; returns the step that announces it. */
-    arrive(id: string, t: number, priority: number, maxTokens: number): EngineStep {
+    arrive(id: string, client: string, t: number, priority: number, maxTokens: number): EngineStep {
         if (this.states.has(id))
             throw new Error(`duplicate request id ${JSON.stringify(id)}: it is still in flight`);
-        const state = new RequestState(id, t, priority, maxTokens);
+        const state = new RequestState(id, client, t, priority, maxTokens);
         this.states.set(id, state);
         const iteration = emptyIteration(t);
         iteration.arrived.push(state.lifecycle);

@@ -1,4 +1,4 @@
-import type {FinishReason, RequestEvent} from "../../../protocol/engineMessages.js";
+import type {FinishReason, RequestErrorCode, RequestEvent} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {IterationStats} from "./engineStep.js";
 
@@ -26,7 +26,8 @@ export type FinishInput = {
     reason: FinishReason,
     promptTokens: number,
     generatedTokens: number,
-    error?: string
+    error?: string,
+    errorCode?: RequestErrorCode
 };
 
 const seconds = (later: number, earlier: number): number => (later - earlier) / 1000;
@@ -45,8 +46,8 @@ export class RequestState {
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
 
-    constructor(id: string, arrival: number, priority: number, maxTokens: number) {
-        this.lifecycle = {id, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, generatedTokens: 0, metrics: {}};
+    constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
+        this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, generatedTokens: 0, metrics: {}};
     }
 
     /** Applies one event (times on the host clock, `receivedAt` its delivery) and records its contribution. */
@@ -76,7 +77,8 @@ export class RequestState {
                 return;
             case "finished":
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
-                    generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {})}, iteration);
+                    generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
+                    ...(event.errorCode !== undefined ? {errorCode: event.errorCode} : {})}, iteration);
                 return;
         }
     }
@@ -88,8 +90,10 @@ export class RequestState {
         lifecycle.finished = end.t;
         lifecycle.lastDelivered = end.receivedAt;
         lifecycle.reason = end.reason;
-        if (end.error !== undefined)
+        if (end.error !== undefined) {
             lifecycle.error = end.error.length > maxErrorLength ? `${end.error.slice(0, maxErrorLength)}…` : end.error;
+            lifecycle.errorCode = end.errorCode ?? "engine_error";
+        }
         lifecycle.promptTokens = end.promptTokens || lifecycle.promptTokens;
         lifecycle.generatedTokens = end.generatedTokens;
 

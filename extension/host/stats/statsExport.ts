@@ -14,6 +14,7 @@ export type StatsExport = {fileName: string, mimeType: string, content: string};
 
 const csvColumns: ReadonlyArray<[string, (record: RequestLifecycle) => string | number | undefined]> = [
     ["id", (r) => r.id],
+    ["client", (r) => r.client],
     ["phase", (r) => r.phase],
     ["finished_reason", (r) => r.reason],
     ["priority", (r) => r.priority],

@@ -1,0 +1,59 @@
+/**
+ * Finds stop strings in streamed text without ever emitting any part of one: text that could still
+ * turn into a stop string (a suffix of what was seen that is a prefix of a stop string) is held back
+ * until the next text decides it. Once a stop string appears, the text before it is released and the
+ * rest is dropped.
+ */
+export class StopStringMatcher {
+    private held = "";
+    private stopped = false;
+    private readonly longest: number;
+
+    constructor(private readonly stops: readonly string[]) {
+        this.longest = Math.max(0, ...stops.map((stop) => stop.length));
+    }
+
+    get hasStopped(): boolean {
+        return this.stopped;
+    }
+
+    /** Adds text; returns what may be output now. After a stop string was found, returns "" forever. */
+    push(text: string): string {
+        if (this.stopped)
+            return "";
+        if (this.stops.length === 0)
+            return text;
+        const buffer = this.held + text;
+        let cut = -1;
+        for (const stop of this.stops) {
+            const at = buffer.indexOf(stop);
+            if (at !== -1 && (cut === -1 || at < cut))
+                cut = at;
+        }
+        if (cut !== -1) {
+            this.stopped = true;
+            this.held = "";
+            return buffer.slice(0, cut);
+        }
+        const keep = this.partialMatchLength(buffer);
+        this.held = buffer.slice(buffer.length - keep);
+        return buffer.slice(0, buffer.length - keep);
+    }
+
+    /** The end of the output: whatever was held back was not a stop string after all. */
+    flush(): string {
+        const rest = this.held;
+        this.held = "";
+        return this.stopped ? "" : rest;
+    }
+
+    /** Length of the longest suffix of `buffer` that is a proper prefix of some stop string. */
+    private partialMatchLength(buffer: string): number {
+        for (let length = Math.min(this.longest - 1, buffer.length); length > 0; length--) {
+            const suffix = buffer.slice(buffer.length - length);
+            if (this.stops.some((stop) => stop.startsWith(suffix)))
+                return length;
+        }
+        return 0;
+    }
+}
