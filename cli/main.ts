@@ -7,6 +7,8 @@ import {commandList, type CliOptions, type CommandLine} from "./commandLine.js";
 import {demoCommandLine} from "./demoArgs.js";
 import {demoCommand} from "./demoCommand.js";
 import {makeModelCommand, makeModelCommandLine} from "./makeModelCommand.js";
+import {serveCommandLine} from "./serveArgs.js";
+import {serveCommand} from "./serveCommand.js";
 
 const io: CliIo = {
     stdout: (text) => void process.stdout.write(text),
@@ -27,7 +29,8 @@ const commands: Command[] = [
             io.stderr(`Prometheus metrics at ${pipeline.metricsUrl}\n`);
         return pipeline;
     })},
-    {commandLine: demoCommandLine, run: (args) => demoCommand(args, io)}
+    {commandLine: demoCommandLine, run: (args) => demoCommand(args, io)},
+    {commandLine: serveCommandLine, run: (args) => serveCommand(args, io)}
 ];
 
 const usage = `Usage: inference-monitor <command> [options]

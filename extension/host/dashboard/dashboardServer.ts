@@ -26,6 +26,7 @@ import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 import {listen} from "../net/listen.js";
 import {rawDataToString} from "../net/rawData.js";
+import {allowedHostHeader, allowedOrigin} from "../net/hostCheck.js";
 
 /** What the dashboard shows: StatsManager fits. */
 export type DashboardStatsSource = PanelStatsSource;
@@ -64,8 +65,6 @@ const contentTypes: Record<string, string> = {
     ".woff2": "font/woff2"
 };
 
-const loopbackHosts = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
-
 export class DashboardServer {
     /** Client messages dropped: malformed, unknown, binary, or over the size cap. */
     rejectedCount = 0;
@@ -79,7 +78,9 @@ export class DashboardServer {
         private readonly options: DashboardServerOptions,
         private readonly server: http.Server,
         readonly host: string,
-        readonly port: number
+        readonly port: number,
+        /** Whether this object created the HTTP server (and closes it) or was mounted on another's. */
+        private readonly ownsServer: boolean
     ) {
         this.maxBufferedBytes = options.maxBufferedBytes ?? 4 << 20;
     }
@@ -95,17 +96,39 @@ export class DashboardServer {
         });
         let dashboard: DashboardServer | undefined;
         const server = http.createServer((request, response) => {
-            dashboard?.handleHttp(request, response).catch(() => {
-                if (!response.headersSent)
-                    response.writeHead(500);
-                response.end();
-            });
+            if (dashboard === undefined)
+                response.writeHead(503).end();
+            else
+                dashboard.handle(request, response);
         });
         const {port} = await listen(server, {host, port: requestedPort, purpose: "Dashboard"});
-        dashboard = new DashboardServer(options, server, host, port);
+        dashboard = new DashboardServer(options, server, host, port, true);
         dashboard.rootDir = rootDir;
         dashboard.attachWebSocket();
         return dashboard;
+    }
+
+    /**
+     * Serves the dashboard on a server someone else runs (the OpenAI-compatible endpoint puts it at
+     * `/` of its port): it answers the requests handed to `handle` and the WebSocket at `/stream`.
+     */
+    static async mount(server: http.Server, address: {host: string, port: number}, options: DashboardServerOptions): Promise<DashboardServer> {
+        const rootDir = await fs.promises.realpath(options.webviewDir).catch(() => {
+            throw new DashboardServerError(`webviewDir ${options.webviewDir} does not exist (build the panel first: npm run build)`);
+        });
+        const dashboard = new DashboardServer(options, server, address.host, address.port, false);
+        dashboard.rootDir = rootDir;
+        dashboard.attachWebSocket();
+        return dashboard;
+    }
+
+    /** Answers one HTTP request (the page, its files, the exports; 404 otherwise). */
+    handle(request: http.IncomingMessage, response: http.ServerResponse): void {
+        this.handleHttp(request, response).catch(() => {
+            if (!response.headersSent)
+                response.writeHead(500);
+            response.end();
+        });
     }
 
     /** The page's URL. */
@@ -132,6 +155,8 @@ export class DashboardServer {
         }
         this.clients.clear();
         await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+        if (!this.ownsServer)
+            return;
         this.server.closeAllConnections();
         await new Promise<void>((resolve) => this.server.close(() => resolve()));
     }
@@ -142,7 +167,7 @@ export class DashboardServer {
         this.wss = new WebSocketServer({
             server: this.server, path: "/stream", maxPayload: maxPanelMessageBytes,
             verifyClient: ({origin, req}: {origin: string | undefined, req: http.IncomingMessage}) => this.allowedHost(req.headers.host)
-                && (origin === undefined || origin === `http://${req.headers.host}`)
+                && allowedOrigin(origin, req.headers.host)
         });
         this.wss.on("error", (error) => {
             this.rejectedCount++;
@@ -193,12 +218,7 @@ export class DashboardServer {
 
     /** Loopback binds answer only to loopback Host names (DNS rebinding); other binds to any. */
     private allowedHost(hostHeader: string | undefined): boolean {
-        if (!loopbackHosts.has(this.host))
-            return true;
-        if (hostHeader === undefined)
-            return false;
-        const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostHeader);
-        return match !== null && loopbackHosts.has(match[1]!.toLowerCase()) && Number(match[2] ?? 80) === this.port;
+        return allowedHostHeader(hostHeader, this.host, this.port);
     }
 
     private async handleHttp(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {

@@ -58,6 +58,7 @@ export class EngineClient {
     private readonly observers = new Set<EngineObserver>();
     private readonly handles = new Map<string, RequestHandle>();
     private readonly outputs = new OutputProcessor({
+        onQueued: (id) => this.handles.get(id)?.markQueued(),
         onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
         onFinished: (id, result) => {
             this.handles.get(id)?.complete(result);
@@ -97,6 +98,11 @@ export class EngineClient {
     /** Requests sent and not yet finished. */
     get inFlightCount(): number {
         return this.outputs.inFlightCount;
+    }
+
+    /** Requests sent that no sequence has taken yet. */
+    get waitingCount(): number {
+        return this.outputs.waitingCount;
     }
 
     /** Starts the engine and resolves once the model is loaded and the clocks are synced. */

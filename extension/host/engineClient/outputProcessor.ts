@@ -6,6 +6,8 @@ import {RequestState, type RequestResult} from "./requestState.js";
 export type TextChunk = {text: string, tokens: number, deliveredAt: number};
 
 export type OutputProcessorHooks = {
+    /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
+    onQueued?: (id: string) => void,
     /** A request's new text (called for every tokens event, in order). */
     onChunk?: (id: string, chunk: TextChunk) => void,
     /** A request ended; called once per request, after its last chunk. */
@@ -28,6 +30,14 @@ export class OutputProcessor {
 
     has(id: string): boolean {
         return this.states.has(id);
+    }
+
+    /** Requests in flight that no sequence has taken yet (input processing or waiting; not preempted ones). */
+    get waitingCount(): number {
+        let waiting = 0;
+        for (const state of this.states.values())
+            if (state.lifecycle.phase === "input" || state.lifecycle.phase === "waiting") waiting++;
+        return waiting;
     }
 
     /** A request entered the host; returns the step that announces it. */
@@ -62,6 +72,8 @@ export class OutputProcessor {
             state.apply(hostEvent, receivedAt, iteration);
             if (hostEvent.kind === "tokens")
                 this.hooks.onChunk?.(event.id, {text: hostEvent.text, tokens: hostEvent.times.length, deliveredAt: receivedAt});
+            else if (hostEvent.kind === "queued")
+                this.hooks.onQueued?.(event.id);
             else if (hostEvent.kind === "finished")
                 this.end(state);
         }

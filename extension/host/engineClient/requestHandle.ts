@@ -4,7 +4,14 @@ import type {RequestResult} from "./requestState.js";
 /** One request in flight, as its caller sees it: streamed text, cancel, and the final result. */
 export class RequestHandle implements AsyncIterable<TextChunk> {
     readonly done: Promise<RequestResult>;
+    /**
+     * Resolves true once the engine has queued the request (its input was processed and it fits the
+     * context), false when it ended before that (refused, failed, cancelled). A server answers with
+     * its status line only then, so a refused request gets a proper error status even when streaming.
+     */
+    readonly queued: Promise<boolean>;
     private resolveDone!: (result: RequestResult) => void;
+    private resolveQueued!: (queued: boolean) => void;
     private readonly buffered: TextChunk[] = [];
     private waiter: (() => void) | undefined;
     private ended = false;
@@ -13,6 +20,9 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     constructor(readonly id: string, private readonly cancelRequest: (id: string) => void) {
         this.done = new Promise((resolve) => {
             this.resolveDone = resolve;
+        });
+        this.queued = new Promise((resolve) => {
+            this.resolveQueued = resolve;
         });
     }
 
@@ -23,6 +33,11 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
 
     onChunk(listener: (chunk: TextChunk) => void): void {
         this.chunkListeners.push(listener);
+    }
+
+    /** Called by EngineClient when the engine queued the request. */
+    markQueued(): void {
+        this.resolveQueued(true);
     }
 
     /** Called by EngineClient. */
@@ -38,6 +53,7 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
         if (this.ended)
             return;
         this.ended = true;
+        this.resolveQueued(false);
         this.resolveDone(result);
         this.wake();
     }

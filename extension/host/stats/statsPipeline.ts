@@ -2,6 +2,7 @@ import type {EngineClient} from "../engineClient/engineClient.js";
 import {LoggingStatLogger} from "./loggers/loggingStatLogger.js";
 import {PrometheusStatLogger} from "./loggers/prometheusStatLogger.js";
 import type {StatLogger} from "./loggers/statLogger.js";
+import type {MetricsBody} from "./loggers/metricsHttpServer.js";
 import {SwappableLogger} from "./loggers/swappableLogger.js";
 import type {StatsSession} from "./statsSession.js";
 import {StatsManager} from "./statsManager.js";
@@ -28,12 +29,14 @@ export class StatsPipeline implements StatsSession {
     readonly manager: StatsManager;
     private readonly logLine = new SwappableLogger();
     private readonly prometheus = new SwappableLogger();
+    /** The Prometheus logger rendered by another server (the API endpoint's `/metrics`). */
+    private readonly mountedPrometheus = new SwappableLogger();
     private readonly detachers = new Map<EngineClient, () => void>();
     private applied: LiveStatsSettings = {logIntervalS: 0, prometheusPort: 0};
 
     constructor(private readonly options: StatsPipelineOptions) {
         this.manager = new StatsManager({
-            loggers: [this.logLine, this.prometheus],
+            loggers: [this.logLine, this.prometheus, this.mountedPrometheus],
             ...(options.stallThresholdMs !== undefined ? {stallThresholdMs: options.stallThresholdMs} : {}),
             ...(options.onError !== undefined ? {onError: options.onError} : {})
         });
@@ -49,6 +52,20 @@ export class StatsPipeline implements StatsSession {
     /** The Prometheus endpoint, when one is serving. */
     get metricsUrl(): string | undefined {
         return (this.prometheus.logger as PrometheusStatLogger | undefined)?.url;
+    }
+
+    /**
+     * A Prometheus logger without its own port, for a server that serves `/metrics` itself (the
+     * OpenAI-compatible endpoint); returns what renders the exposition. Created once.
+     */
+    async mountMetrics(): Promise<() => Promise<MetricsBody>> {
+        let logger = this.mountedPrometheus.logger as PrometheusStatLogger | undefined;
+        if (logger === undefined) {
+            logger = this.primed(await PrometheusStatLogger.start({serve: false}));
+            await this.mountedPrometheus.replace(logger);
+        }
+        const registry = logger.registry;
+        return async () => ({contentType: registry.contentType, body: await registry.metrics()});
     }
 
     attach(client: EngineClient): void {

@@ -1,0 +1,303 @@
+/**
+ * The OpenAI-compatible endpoint: the user's own tools (Continue, Cline, the `openai` SDK, curl …)
+ * run on the monitored Engine, and every request they make is queued, scheduled, measured and shown
+ * like the product's own. One HTTP server, one port:
+ *
+ *   GET  /v1/models            the loaded model (`id` = the model file's name, stable across restarts)
+ *   POST /v1/chat/completions  chat (JSON or SSE stream)
+ *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
+ *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
+ *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
+ *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given
+ *
+ * Security: binds 127.0.0.1 by default; any other bind needs an API key. A loopback bind answers only
+ * to loopback Host names (DNS rebinding); a browser Origin other than this server's own page (or one
+ * allow-listed) is refused, so a web page cannot drive the local model. With keys, `/v1/*` requires
+ * `Authorization: Bearer KEY` (checked in constant time).
+ */
+import http from "node:http";
+import path from "node:path";
+import {apiErrorBody, ApiRequestError, parseChatCompletionRequest, parseCompletionRequest, type ModelList} from "../../../protocol/openaiApi.js";
+import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import {errorMessage} from "../../../common/errorMessage.js";
+import {DashboardServer, type DashboardServerOptions} from "../dashboard/dashboardServer.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
+import {allowedHostHeader, allowedOrigin, isLoopbackAddress} from "../net/hostCheck.js";
+import {listen} from "../net/listen.js";
+import type {MetricsBody} from "../stats/loggers/metricsHttpServer.js";
+import {ApiKeyCheck, type ApiKey} from "./apiKeys.js";
+import {clientLabel} from "./clientLabel.js";
+import {serveChatCompletion, serveCompletion} from "./generationRoute.js";
+
+/** The default port: clear of Ollama (11434), llama.cpp (8080), LM Studio (1234) and vLLM (8000). */
+export const defaultApiPort = 8719;
+/** Requests waiting for a sequence before new ones get 503. */
+export const defaultMaxWaiting = 256;
+/** Request bodies above this get 413. */
+export const maxRequestBodyBytes = 1 << 20;
+
+/** Where the endpoint finds the engine: the CLI's one client, or whichever the extension runs now. */
+export type ApiEngineSource = {current(): EngineClient | undefined};
+
+export type ApiServerOptions = {
+    engine: ApiEngineSource,
+    /** Default `defaultApiPort`; 0 = a free one. */
+    port?: number,
+    /** Default 127.0.0.1. A non-loopback address requires `apiKeys`. */
+    host?: string,
+    apiKeys?: readonly ApiKey[],
+    maxWaiting?: number,
+    /** Browser origins allowed to call the API besides this server's own page. */
+    allowedOrigins?: readonly string[],
+    /** Renders `/metrics`; absent = 404. */
+    metrics?: () => Promise<MetricsBody>,
+    /** Serves the dashboard at `/` (and its WebSocket); absent = 404. */
+    dashboard?: Omit<DashboardServerOptions, "port" | "host">,
+    /** Requests refused for a reason worth logging (bad host/origin/key, malformed body). */
+    onRejected?: (reason: string) => void
+};
+
+export class ApiServerError extends Error {
+    override readonly name = "ApiServerError";
+}
+
+const baseHeaders = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"};
+
+export class ApiServer {
+    /** Requests refused before reaching a route (host, origin, key, body), for the stats and tests. */
+    rejectedCount = 0;
+    private dashboard: DashboardServer | undefined;
+    private readonly keys: ApiKeyCheck;
+    private closed = false;
+
+    private constructor(private readonly options: ApiServerOptions, private readonly server: http.Server, readonly host: string, readonly port: number) {
+        this.keys = new ApiKeyCheck(options.apiKeys ?? []);
+    }
+
+    /** Starts serving; rejects with PortInUseError (net/listen.ts) when the port is taken, ApiServerError on bad options. */
+    static async listen(options: ApiServerOptions): Promise<ApiServer> {
+        const host = options.host ?? "127.0.0.1";
+        const port = options.port ?? defaultApiPort;
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+            throw new ApiServerError(`port must be an integer 0..65535, got ${port}`);
+        if (!isLoopbackAddress(host) && (options.apiKeys ?? []).length === 0)
+            throw new ApiServerError(`listening on ${host} makes the model reachable from the network: give an API key (--api-key) or bind 127.0.0.1`);
+        let api: ApiServer | undefined;
+        const server = http.createServer((request, response) => {
+            if (api === undefined)
+                response.writeHead(503).end();
+            else
+                void api.handle(request, response);
+        });
+        const address = await listen(server, {host, port, purpose: "OpenAI-compatible API"});
+        api = new ApiServer(options, server, host, address.port);
+        if (options.dashboard !== undefined) {
+            try {
+                api.dashboard = await DashboardServer.mount(server, {host, port: address.port}, options.dashboard);
+            } catch (error) {
+                server.close();
+                throw error;
+            }
+        }
+        return api;
+    }
+
+    /** `http://127.0.0.1:PORT/` */
+    get url(): string {
+        return `http://${this.host.includes(":") ? `[${this.host}]` : this.host}:${this.port}/`;
+    }
+
+    /** The base URL tools are configured with: `http://127.0.0.1:PORT/v1`. */
+    get baseUrl(): string {
+        return `${this.url}v1`;
+    }
+
+    async close(): Promise<void> {
+        if (this.closed)
+            return;
+        this.closed = true;
+        await this.dashboard?.close();
+        this.server.closeAllConnections();
+        await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    }
+
+    private reject(response: http.ServerResponse, error: ApiRequestError, why: string): void {
+        this.rejectedCount++;
+        this.options.onRejected?.(why);
+        sendError(response, error);
+    }
+
+    private async handle(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+        try {
+            await this.route(request, response);
+        } catch (error) {
+            if (error instanceof ApiRequestError) {
+                if (error.status === 400 || error.status === 413)
+                    this.rejectedCount++;
+                sendError(response, error);
+            } else
+                sendError(response, new ApiRequestError(`internal error: ${errorMessage(error)}`, null, 500, "server_error"));
+        }
+    }
+
+    private async route(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+        const headers = request.headers;
+        if (!allowedHostHeader(headers.host, this.host, this.port))
+            return this.reject(response, new ApiRequestError("forbidden: this server only answers to localhost names", null, 403, "permission_error"),
+                `forbidden Host ${JSON.stringify(headers.host ?? "")}`);
+        if (!allowedOrigin(headers.origin, headers.host, this.options.allowedOrigins))
+            return this.reject(response, new ApiRequestError("forbidden: browser pages from other origins may not use this server", null, 403, "permission_error"),
+                `forbidden Origin ${JSON.stringify(headers.origin ?? "")}`);
+        const pathname = new URL(request.url ?? "/", "http://localhost").pathname;
+        const method = request.method ?? "GET";
+        if (method === "OPTIONS")
+            return this.preflight(request, response);
+        if (headers.origin !== undefined && (this.options.allowedOrigins ?? []).includes(headers.origin)) {
+            response.setHeader("Access-Control-Allow-Origin", headers.origin);
+            response.setHeader("Vary", "Origin");
+        }
+
+        if (pathname === "/health" || pathname === "/v1/health")
+            return this.health(response, method);
+        if (pathname === "/metrics" && this.options.metrics !== undefined) {
+            requireMethod(method, ["GET", "HEAD"]);
+            const {contentType, body} = await this.options.metrics();
+            response.writeHead(200, {...baseHeaders, "Content-Type": contentType});
+            response.end(method === "HEAD" ? undefined : body);
+            return;
+        }
+        if (pathname.startsWith("/v1/"))
+            return await this.api(pathname, method, request, response);
+        if (this.dashboard !== undefined)
+            return this.dashboard.handle(request, response);
+        throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
+    }
+
+    private preflight(request: http.IncomingMessage, response: http.ServerResponse): void {
+        const origin = request.headers.origin;
+        if (origin === undefined || !(this.options.allowedOrigins ?? []).includes(origin)) {
+            response.writeHead(403, baseHeaders).end();
+            return;
+        }
+        response.writeHead(204, {
+            ...baseHeaders, "Access-Control-Allow-Origin": origin, "Vary": "Origin",
+            "Access-Control-Allow-Methods": "GET, POST, OPTIONS", "Access-Control-Allow-Headers": "Authorization, Content-Type", "Access-Control-Max-Age": "600"
+        }).end();
+    }
+
+    private health(response: http.ServerResponse, method: string): void {
+        requireMethod(method, ["GET", "HEAD"]);
+        const client = this.options.engine.current();
+        if (client?.state === "ready") {
+            sendJson(response, 200, {status: "ok"});
+            return;
+        }
+        const message = client?.state === "loading" ? "Loading model" : client?.state === "crashed" ? "the engine crashed" : "no model is running";
+        sendError(response, new ApiRequestError(message, null, 503, "unavailable_error", client?.state === "loading" ? "model_loading" : "engine_unavailable"));
+    }
+
+    private async api(pathname: string, method: string, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+        let keyName: string | undefined;
+        if (this.keys.required) {
+            const key = this.keys.check(request.headers.authorization);
+            if (key === undefined)
+                return this.reject(response, new ApiRequestError("invalid or missing API key (send Authorization: Bearer KEY)", null, 401,
+                    "authentication_error", "invalid_api_key"), "missing or wrong API key");
+            keyName = key.name;
+        }
+        if (pathname === "/v1/models") {
+            requireMethod(method, ["GET", "HEAD"]);
+            const info = this.readyEngine()?.info;
+            const list: ModelList = {object: "list", data: info === undefined ? [] : [{
+                id: modelId(info), object: "model", created: Math.floor((Date.now() - info.loadMs) / 1000), owned_by: "inference-monitor", max_model_len: info.contextSize
+            }]};
+            sendJson(response, 200, list);
+            return;
+        }
+        if (pathname !== "/v1/chat/completions" && pathname !== "/v1/completions")
+            throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
+        requireMethod(method, ["POST"]);
+        const body = await readJsonBody(request);
+        const client = this.readyEngine();
+        if (client === undefined || client.info === undefined) {
+            const state = this.options.engine.current()?.state;
+            throw new ApiRequestError(state === "loading" ? "the model is still loading; retry shortly" : "no model is running", null, 503,
+                "server_error", state === "loading" ? "model_loading" : "engine_unavailable");
+        }
+        const context = {
+            client, info: client.info, modelId: modelId(client.info), request, response,
+            clientLabel: clientLabel({userAgent: request.headers["user-agent"], title: firstHeader(request.headers["x-title"])}, keyName),
+            maxWaiting: this.options.maxWaiting ?? defaultMaxWaiting
+        };
+        if (pathname === "/v1/chat/completions")
+            await serveChatCompletion(parseChatCompletionRequest(body), context);
+        else
+            await serveCompletion(parseCompletionRequest(body), context);
+    }
+
+    private readyEngine(): EngineClient | undefined {
+        const client = this.options.engine.current();
+        return client?.state === "ready" ? client : undefined;
+    }
+}
+
+/** The model's id in the API: its file name without `.gguf` (stable across restarts, unlike a path). */
+export function modelId(info: EngineInfo): string {
+    return path.basename(info.model.path).replace(/\.gguf$/i, "");
+}
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+    return Array.isArray(value) ? value[0] : value;
+}
+
+function requireMethod(method: string, allowed: readonly string[]): void {
+    if (!allowed.includes(method))
+        throw new ApiRequestError(`method ${method} not allowed here (use ${allowed.join(" or ")})`, null, 405, "invalid_request_error", "method_not_allowed");
+}
+
+function sendJson(response: http.ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+    if (response.headersSent) {
+        response.end();
+        return;
+    }
+    const text = JSON.stringify(body);
+    response.writeHead(status, {...baseHeaders, ...extraHeaders, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
+    response.end(text);
+}
+
+function sendError(response: http.ServerResponse, error: ApiRequestError): void {
+    sendJson(response, error.status, apiErrorBody(error), error.code === "queue_full" ? {"Retry-After": "1"} : {});
+}
+
+/**
+ * Reads a JSON body of at most `maxRequestBodyBytes`: 413 above it (declared or as it arrives; the
+ * rest is drained, not buffered), 400 when it is not JSON.
+ */
+async function readJsonBody(request: http.IncomingMessage): Promise<unknown> {
+    const declared = Number(request.headers["content-length"]);
+    const tooLarge = (): ApiRequestError =>
+        new ApiRequestError(`the request body is larger than ${maxRequestBodyBytes} bytes (1 MiB), the most this server accepts`, null, 413);
+    if (Number.isFinite(declared) && declared > maxRequestBodyBytes) {
+        request.resume();
+        throw tooLarge();
+    }
+    const text = await new Promise<string>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        request.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > maxRequestBodyBytes) {
+                chunks.length = 0;
+                reject(tooLarge());
+            } else
+                chunks.push(chunk);
+        });
+        request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+        request.on("error", reject);
+    });
+    try {
+        return JSON.parse(text) as unknown;
+    } catch (error) {
+        throw new ApiRequestError(`the request body is not valid JSON: ${errorMessage(error)}`, null, 400);
+    }
+}

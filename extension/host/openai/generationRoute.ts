@@ -1,0 +1,158 @@
+/**
+ * `POST /v1/chat/completions` and `POST /v1/completions` on the Engine: one validated request becomes
+ * one engine request (queued, scheduled and measured like every other), answered as one JSON body or
+ * as a server-sent-event stream. The status line waits until the engine has queued the request, so a
+ * request it refuses (too long for the context, a bad parameter) gets a 400 even when streaming.
+ */
+import type http from "node:http";
+import {
+    ApiRequestError, apiErrorBody, type ApiFinishReason, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest,
+    type Completion, type CompletionChunk, type CompletionRequest, type SamplingParams, type Usage
+} from "../../../protocol/openaiApi.js";
+import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
+import type {RequestResult} from "../engineClient/requestState.js";
+
+export type GenerationContext = {
+    client: EngineClient,
+    info: EngineInfo,
+    modelId: string,
+    /** Who sent it (the stats break requests down by this). */
+    clientLabel: string,
+    /** Refuse with 503 when this many requests already wait for a sequence. */
+    maxWaiting: number,
+    request: http.IncomingMessage,
+    response: http.ServerResponse
+};
+
+type Kind = "chat" | "completions";
+
+/** Serves a chat completion request. */
+export async function serveChatCompletion(body: ChatCompletionRequest, context: GenerationContext): Promise<void> {
+    await serveGeneration("chat", body, {messages: body.messages}, context);
+}
+
+/** Serves a (text) completion request; with `suffix`, fill in the middle. */
+export async function serveCompletion(body: CompletionRequest, context: GenerationContext): Promise<void> {
+    await serveGeneration("completions", body, {prompt: body.prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})}, context);
+}
+
+/**
+ * Without `max_tokens`, a request may generate up to one sequence's share of the context
+ * (contextSize / parallel, as llama.cpp's per-slot context), lowered to what the prompt leaves.
+ */
+function defaultMaxTokens(info: EngineInfo): number {
+    return Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
+}
+
+async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<GenerateInput, "prompt" | "messages" | "suffix">,
+    context: GenerationContext): Promise<void> {
+    const {client, info, response} = context;
+    if (client.waitingCount >= context.maxWaiting)
+        throw new ApiRequestError(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`,
+            null, 503, "server_error", "queue_full");
+    const generate: GenerateInput = {
+        ...input,
+        client: context.clientLabel,
+        maxTokens: params.maxTokens ?? defaultMaxTokens(info),
+        ...(params.maxTokens === undefined ? {clampMaxTokens: true} : {}),
+        ...(params.temperature !== undefined ? {temperature: params.temperature} : {}),
+        ...(params.topP !== undefined ? {topP: params.topP} : {}),
+        ...(params.seed !== undefined ? {seed: params.seed} : {}),
+        ...(params.stop.length > 0 ? {stop: params.stop} : {}),
+        ...(params.ignoreEos ? {ignoreEos: true} : {})
+    };
+    const handle = client.generate(generate);
+    // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).
+    const onClose = (): void => {
+        if (!response.writableFinished)
+            handle.cancel();
+    };
+    response.on("close", onClose);
+    try {
+        if (!await handle.queued) {
+            const result = await handle.done;
+            if (result.reason === "abort" && response.destroyed)
+                return;
+            throw refusal(result, client, input.suffix !== undefined);
+        }
+        const ids = {id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handle.id.replaceAll("-", "")}`, created: Math.floor(Date.now() / 1000), model: context.modelId};
+        if (params.stream)
+            await stream(kind, ids, params.includeUsage, handle, response);
+        else
+            await respondWhole(kind, ids, await handle.done, client, response);
+    } finally {
+        response.off("close", onClose);
+    }
+}
+
+type ResponseIds = {id: string, created: number, model: string};
+
+function usageOf(result: RequestResult): Usage {
+    return {prompt_tokens: result.promptTokens, completion_tokens: result.generatedTokens, total_tokens: result.promptTokens + result.generatedTokens};
+}
+
+function finishReason(result: RequestResult): ApiFinishReason {
+    return result.reason === "length" ? "length" : "stop";
+}
+
+/** The API error for a request the engine refused or failed. */
+function refusal(result: RequestResult, client: EngineClient, withSuffix = false): ApiRequestError {
+    const message = result.error ?? `the request ended with ${result.reason}`;
+    if (result.errorCode === "invalid_request")
+        return new ApiRequestError(message, withSuffix && message.includes("suffix") ? "suffix" : null, 400);
+    if (result.errorCode === "context_length_exceeded")
+        return new ApiRequestError(message, "max_tokens", 400, "invalid_request_error", "context_length_exceeded");
+    if (client.state !== "ready")
+        return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
+    return new ApiRequestError(message, null, 500, "server_error", "engine_error");
+}
+
+async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient, response: http.ServerResponse): Promise<void> {
+    if (result.reason === "abort" && response.destroyed)
+        return;
+    if (result.reason === "error" || result.reason === "abort")
+        throw refusal(result, client);
+    const body: ChatCompletion | Completion = kind === "chat"
+        ? {...ids, object: "chat.completion", choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result), logprobs: null}], usage: usageOf(result)}
+        : {...ids, object: "text_completion", choices: [{index: 0, text: result.text, finish_reason: finishReason(result), logprobs: null}], usage: usageOf(result)};
+    const text = JSON.stringify(body);
+    response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
+    response.end(text);
+    await Promise.resolve();
+}
+
+function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: ApiFinishReason | null, role = false): ChatCompletionChunk | CompletionChunk {
+    if (kind === "chat") {
+        const delta: ChatCompletionChunk["choices"][number]["delta"] = role ? {role: "assistant", content: ""} : text === undefined ? {} : {content: text};
+        return {...ids, object: "chat.completion.chunk", choices: [{index: 0, delta, finish_reason: reason, logprobs: null}]};
+    }
+    return {...ids, object: "text_completion", choices: [{index: 0, text: text ?? "", finish_reason: reason, logprobs: null}]};
+}
+
+async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handle: ReturnType<EngineClient["generate"]>,
+    response: http.ServerResponse): Promise<void> {
+    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
+    response.flushHeaders();
+    const send = (data: unknown): void => {
+        if (!response.destroyed)
+            response.write(`data: ${JSON.stringify(data)}\n\n`);
+    };
+    if (kind === "chat")
+        send(chunk(kind, ids, undefined, null, true));
+    for await (const piece of handle)
+        if (piece.text !== "")
+            send(chunk(kind, ids, piece.text, null));
+    const result = await handle.done;
+    if (response.destroyed)
+        return;
+    if (result.reason === "error" || result.reason === "abort") {
+        const message = result.error ?? "the request was cancelled";
+        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", result.reason === "abort" ? "cancelled" : "engine_error")));
+    } else {
+        send(chunk(kind, ids, kind === "chat" ? undefined : "", finishReason(result)));
+        if (includeUsage)
+            send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(result)});
+    }
+    response.end("data: [DONE]\n\n");
+}

@@ -1,0 +1,236 @@
+/**
+ * The OpenAI-compatible HTTP API the host serves (`inference-monitor serve`, and the extension's
+ * endpoint): the request bodies it accepts, validated on arrival, and the bodies and stream chunks
+ * it answers with. One declaration for the server and for the benchmark's HTTP client.
+ *
+ * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
+ * Fields this server does not use (presence_penalty, user, tools, …) are ignored, as llama.cpp does;
+ * fields whose meaning it cannot honour (n > 1, logprobs, echo) are refused with a 400 naming them.
+ */
+import {maxStopLength, maxStopStrings, type ChatMessage} from "./engineMessages.js";
+import {isObject, type JsonObject} from "./validation.js";
+
+/** A request the API refuses: OpenAI's error shape, with the offending field in `param`. */
+export class ApiRequestError extends Error {
+    override readonly name = "ApiRequestError";
+
+    constructor(message: string, readonly param: string | null, readonly status = 400,
+        readonly type = "invalid_request_error", readonly code: string | null = null) {
+        super(message);
+    }
+}
+
+/** OpenAI's error body. */
+export type ApiErrorBody = {error: {message: string, type: string, param: string | null, code: string | null}};
+
+export function apiErrorBody(error: ApiRequestError): ApiErrorBody {
+    return {error: {message: error.message, type: error.type, param: error.param, code: error.code}};
+}
+
+/** What both endpoints share, in engine terms. */
+export type SamplingParams = {
+    stream: boolean,
+    includeUsage: boolean,
+    /** Undefined when the request gave no limit (the server picks one that fits the context). */
+    maxTokens?: number,
+    temperature?: number,
+    topP?: number,
+    seed?: number,
+    stop: string[],
+    ignoreEos: boolean,
+    /** The `model` field as sent (informational: this server serves one model). */
+    model?: string
+};
+
+export type ChatCompletionRequest = SamplingParams & {messages: ChatMessage[]};
+export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
+
+export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number};
+export type ApiFinishReason = "stop" | "length";
+
+export type ChatCompletion = {
+    id: string, object: "chat.completion", created: number, model: string,
+    choices: [{index: 0, message: {role: "assistant", content: string}, finish_reason: ApiFinishReason, logprobs: null}],
+    usage: Usage
+};
+export type ChatCompletionChunk = {
+    id: string, object: "chat.completion.chunk", created: number, model: string,
+    choices: Array<{index: 0, delta: {role?: "assistant", content?: string}, finish_reason: ApiFinishReason | null, logprobs: null}>,
+    usage?: Usage | null
+};
+export type Completion = {
+    id: string, object: "text_completion", created: number, model: string,
+    choices: [{index: 0, text: string, finish_reason: ApiFinishReason, logprobs: null}],
+    usage: Usage
+};
+export type CompletionChunk = {
+    id: string, object: "text_completion", created: number, model: string,
+    choices: Array<{index: 0, text: string, finish_reason: ApiFinishReason | null, logprobs: null}>,
+    usage?: Usage | null
+};
+export type ModelList = {
+    object: "list",
+    data: Array<{id: string, object: "model", created: number, owned_by: string, max_model_len: number}>
+};
+
+const maxMessages = 10_000;
+
+function fail(param: string, message: string): never {
+    throw new ApiRequestError(`${param}: ${message}`, param);
+}
+
+function optionalNumberField(body: JsonObject, key: string, min: number, max: number, integer: boolean): number | undefined {
+    const value = body[key];
+    if (value === undefined || value === null)
+        return undefined;
+    if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
+        fail(key, `expected ${integer ? "an integer" : "a number"}`);
+    if (value < min || value > max)
+        fail(key, `must be between ${min} and ${max}, got ${value}`);
+    return value;
+}
+
+function optionalBooleanField(body: JsonObject, key: string): boolean | undefined {
+    const value = body[key];
+    if (value === undefined || value === null)
+        return undefined;
+    if (typeof value !== "boolean")
+        fail(key, "expected a boolean");
+    return value;
+}
+
+function parseStop(value: unknown): string[] {
+    if (value === undefined || value === null)
+        return [];
+    const list = typeof value === "string" ? [value] : value;
+    if (!Array.isArray(list))
+        fail("stop", "expected a string or an array of strings");
+    if (list.length > maxStopStrings)
+        fail("stop", `at most ${maxStopStrings} stop strings`);
+    return list.map((item, index) => {
+        if (typeof item !== "string" || item === "" || item.length > maxStopLength)
+            fail(`stop[${index}]`, `expected a non-empty string of at most ${maxStopLength} characters`);
+        return item;
+    });
+}
+
+function parseSampling(body: JsonObject): SamplingParams {
+    const n = optionalNumberField(body, "n", 1, 128, true);
+    if (n !== undefined && n !== 1)
+        fail("n", `only n = 1 is supported, got ${n}`);
+    if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false)
+        fail("logprobs", "log probabilities are not supported");
+    const streamOptions = body.stream_options;
+    if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions))
+        fail("stream_options", "expected an object");
+    const stream = optionalBooleanField(body, "stream") ?? false;
+    const includeUsage = isObject(streamOptions) ? optionalBooleanField(streamOptions, "include_usage") ?? false : false;
+    if (isObject(streamOptions) && !stream)
+        fail("stream_options", "only allowed with stream: true");
+    const maxTokens = optionalNumberField(body, "max_completion_tokens", 1, 1e9, true) ?? optionalNumberField(body, "max_tokens", 1, 1e9, true);
+    const temperature = optionalNumberField(body, "temperature", 0, 2, false);
+    const topP = optionalNumberField(body, "top_p", 0, 1, false);
+    if (topP === 0)
+        fail("top_p", "must be greater than 0");
+    const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
+    if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
+        fail("model", "expected a string");
+    const params: SamplingParams = {stream, includeUsage, stop: parseStop(body.stop), ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
+    if (maxTokens !== undefined) params.maxTokens = maxTokens;
+    if (temperature !== undefined) params.temperature = temperature;
+    if (topP !== undefined) params.topP = topP;
+    if (seed !== undefined) params.seed = seed;
+    if (typeof body.model === "string") params.model = body.model;
+    return params;
+}
+
+/** Message content: a string, or an array of text parts (joined); other part types are refused. */
+function parseContent(value: unknown, param: string, role: string): string {
+    if (typeof value === "string")
+        return value;
+    if ((value === null || value === undefined) && role === "assistant")
+        return "";
+    if (!Array.isArray(value))
+        fail(param, "expected a string or an array of text parts");
+    return value.map((part, index) => {
+        if (!isObject(part) || part.type !== "text" || typeof part.text !== "string")
+            fail(`${param}[${index}]`, `only {"type": "text", "text": …} parts are supported${isObject(part) && typeof part.type === "string" ? `, got type ${JSON.stringify(part.type).slice(0, 40)}` : ""}`);
+        return part.text;
+    }).join("");
+}
+
+function parseMessage(value: unknown, index: number): ChatMessage {
+    const param = `messages[${index}]`;
+    if (!isObject(value))
+        fail(param, "expected an object");
+    const role = value.role;
+    if (role !== "system" && role !== "developer" && role !== "user" && role !== "assistant")
+        fail(`${param}.role`, `expected one of system, developer, user, assistant${typeof role === "string" ? `, got ${JSON.stringify(role).slice(0, 40)}` : ""}`);
+    return {role: role === "developer" ? "system" : role, content: parseContent(value.content, `${param}.content`, role)};
+}
+
+function expectBody(value: unknown): JsonObject {
+    if (!isObject(value))
+        throw new ApiRequestError("the request body must be a JSON object", null);
+    return value;
+}
+
+/** Validates a `POST /v1/chat/completions` body; throws ApiRequestError naming the field. */
+export function parseChatCompletionRequest(value: unknown): ChatCompletionRequest {
+    const body = expectBody(value);
+    const messages = body.messages;
+    if (!Array.isArray(messages) || messages.length === 0)
+        fail("messages", "expected a non-empty array");
+    if (messages.length > maxMessages)
+        fail("messages", `at most ${maxMessages} messages`);
+    return {...parseSampling(body), messages: messages.map(parseMessage)};
+}
+
+/** Validates a `POST /v1/completions` body; throws ApiRequestError naming the field. */
+export function parseCompletionRequest(value: unknown): CompletionRequest {
+    const body = expectBody(value);
+    let prompt = body.prompt;
+    if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string")
+        prompt = prompt[0];
+    if (typeof prompt !== "string")
+        fail("prompt", "expected a string (or an array holding one string)");
+    if (body.echo === true)
+        fail("echo", "echo is not supported");
+    const request: CompletionRequest = {...parseSampling(body), prompt};
+    if (body.suffix !== undefined && body.suffix !== null) {
+        if (typeof body.suffix !== "string")
+            fail("suffix", "expected a string");
+        request.suffix = body.suffix;
+    }
+    return request;
+}
+
+/** What a streamed chunk of either endpoint carries, for a client (the benchmark) reading the stream. */
+export type StreamChunkContent = {text: string, finishReason: string | null, usage?: Usage, error?: string};
+
+/** Reads one `data:` payload of a chat or completions stream (the benchmark's HTTP client); throws on a malformed one. */
+export function parseStreamChunk(value: unknown): StreamChunkContent {
+    if (!isObject(value))
+        throw new ApiRequestError("stream chunk: expected an object", null);
+    if (isObject(value.error))
+        return {text: "", finishReason: null, error: typeof value.error.message === "string" ? value.error.message : "error"};
+    const choices = Array.isArray(value.choices) ? value.choices : [];
+    const choice: unknown = choices[0];
+    let text = "";
+    let finishReason: string | null = null;
+    if (isObject(choice)) {
+        const delta = choice.delta;
+        if (isObject(delta) && typeof delta.content === "string")
+            text = delta.content;
+        else if (typeof choice.text === "string")
+            text = choice.text;
+        if (typeof choice.finish_reason === "string")
+            finishReason = choice.finish_reason;
+    }
+    const chunk: StreamChunkContent = {text, finishReason};
+    const usage = value.usage;
+    if (isObject(usage) && typeof usage.prompt_tokens === "number" && typeof usage.completion_tokens === "number")
+        chunk.usage = {prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
+            total_tokens: typeof usage.total_tokens === "number" ? usage.total_tokens : usage.prompt_tokens + usage.completion_tokens};
+    return chunk;
+}
