@@ -102,7 +102,7 @@ async function driveMixedWorkload(client: EngineClient, rate: number, signal: Ab
         const promptLen = 8 + Math.floor(nextUnit(rng) * 120);
         const maxTokens = 16 + Math.floor(nextUnit(rng) ** 2 * 240);
         const priority = nextUnit(rng) < 0.1 ? 1 : 0;
-        const handle = client.generate({prompt: makePrompt(rng, promptLen), maxTokens, priority, ignoreEos: true});
+        const handle = client.generate({prompt: makePrompt(rng, promptLen), maxTokens, priority, ignoreEos: true, client: "demo"});
         handles.add(handle);
         if (nextUnit(rng) < 0.08)
             setTimeout(() => handle.cancel(), 200 + nextUnit(rng) * 1500);

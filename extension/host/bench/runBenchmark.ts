@@ -85,7 +85,7 @@ export async function runWorkload(client: EngineClient, workload: Workload, onPr
         if (aborted())
             break;
         inFlight++;
-        const handle = client.generate({prompt: prompts[i]!, maxTokens: workload.outputLen, ignoreEos: true, seed: workload.seed + i});
+        const handle = client.generate({prompt: prompts[i]!, maxTokens: workload.outputLen, ignoreEos: true, seed: workload.seed + i, client: "bench"});
         handles.push(handle);
         pending.push(handle.done.then((result) => {
             inFlight--;

@@ -24,7 +24,7 @@ export async function sendPrompt(controller: EngineController, log: vscode.LogOu
         return;
     const document = await vscode.workspace.openTextDocument({content: prompt, language: "markdown"});
     await vscode.window.showTextDocument(document, {preview: false});
-    const handle = client.generate({prompt, maxTokens: 256, temperature: 0.8});
+    const handle = client.generate({prompt, maxTokens: 256, temperature: 0.8, client: "send-prompt"});
     let pending = "";
     let writing: Promise<unknown> = Promise.resolve();
     const flush = () => {
