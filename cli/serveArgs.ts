@@ -31,7 +31,8 @@ export type ServeOptions = {
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
-export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.options>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
+export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.options>,
+                                 env: NodeJS.ProcessEnv = process.env): ServeOptions {
     const keys = values["api-key"] ?? env[apiKeyEnvVar];
     const options: ServeOptions = {
         port: portValue("port", values.port, defaultApiPort),

@@ -31,7 +31,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     let server: ApiServer;
     try {
         server = await ApiServer.listen({
-            engine: {current: () => client}, port: options.port, host: options.host, apiKeys: options.apiKeys, maxWaiting: options.maxWaiting,
+            engine: {current: () => client}, port: options.port, host: options.host, apiKeys: options.apiKeys,
+            maxWaiting: options.maxWaiting,
             metrics: await pipeline.mountMetrics(),
             dashboard: {source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), engineStartedAt: () => readyAt, title: "Inference Monitor · serve"}
         });

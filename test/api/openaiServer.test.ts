@@ -294,7 +294,7 @@ describe("OpenAI-compatible endpoint", () => {
             // Five long requests through the main endpoint (same engine): four run, one waits.
             const long = Array.from({length: 5}, (_, i) => openai.completions.create(
                 {model: "m", prompt: `Long ${i}`, max_tokens: 200, stream: true, ...ignoreEos}, {signal: controller.signal}).then(async (stream) => {
-                for await (const _ of stream) { /* drain */ }
+                for await (const _ of stream) {/* drain */}
             }).catch(() => undefined));
             // four running on the four sequences, the fifth waiting for one
             await until(() => client.inFlightCount === 5 && client.waitingCount === 1, 5000, "a waiting request");

@@ -112,7 +112,8 @@ export class DashboardServer {
      * Serves the dashboard on a server someone else runs (the OpenAI-compatible endpoint puts it at
      * `/` of its port): it answers the requests handed to `handle` and the WebSocket at `/stream`.
      */
-    static async mount(server: http.Server, address: {host: string, port: number}, options: DashboardServerOptions): Promise<DashboardServer> {
+    static async mount(server: http.Server, address: {host: string, port: number},
+        options: DashboardServerOptions): Promise<DashboardServer> {
         const rootDir = await fs.promises.realpath(options.webviewDir).catch(() => {
             throw new DashboardServerError(`webviewDir ${options.webviewDir} does not exist (build the panel first: npm run build)`);
         });

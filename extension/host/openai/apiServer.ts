@@ -70,7 +70,12 @@ export class ApiServer {
     private readonly keys: ApiKeyCheck;
     private closed = false;
 
-    private constructor(private readonly options: ApiServerOptions, private readonly server: http.Server, readonly host: string, readonly port: number) {
+    private constructor(
+        private readonly options: ApiServerOptions,
+        private readonly server: http.Server,
+        readonly host: string,
+        readonly port: number
+    ) {
         this.keys = new ApiKeyCheck(options.apiKeys ?? []);
     }
 

@@ -46,7 +46,7 @@ function defaultMaxTokens(info: EngineInfo): number {
 }
 
 async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<GenerateInput, "prompt" | "messages" | "suffix">,
-    context: GenerationContext): Promise<void> {
+                               context: GenerationContext): Promise<void> {
     const {client, info, response} = context;
     if (client.waitingCount >= context.maxWaiting)
         throw new ApiRequestError(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`,
@@ -76,7 +76,11 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
                 return;
             throw refusal(result, client, input.suffix !== undefined);
         }
-        const ids = {id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handle.id.replaceAll("-", "")}`, created: Math.floor(Date.now() / 1000), model: context.modelId};
+        const ids: ResponseIds = {
+            id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handle.id.replaceAll("-", "")}`,
+            created: Math.floor(Date.now() / 1000),
+            model: context.modelId
+        };
         if (params.stream)
             await stream(kind, ids, params.includeUsage, handle, response);
         else
@@ -89,7 +93,8 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
 type ResponseIds = {id: string, created: number, model: string};
 
 function usageOf(result: RequestResult): Usage {
-    return {prompt_tokens: result.promptTokens, completion_tokens: result.generatedTokens, total_tokens: result.promptTokens + result.generatedTokens};
+    const {promptTokens, generatedTokens} = result;
+    return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens};
 }
 
 function finishReason(result: RequestResult): ApiFinishReason {
@@ -108,30 +113,35 @@ function refusal(result: RequestResult, client: EngineClient, withSuffix = false
     return new ApiRequestError(message, null, 500, "server_error", "engine_error");
 }
 
-async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient, response: http.ServerResponse): Promise<void> {
+async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient,
+                            response: http.ServerResponse): Promise<void> {
     if (result.reason === "abort" && response.destroyed)
         return;
     if (result.reason === "error" || result.reason === "abort")
         throw refusal(result, client);
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result), logprobs: null}], usage: usageOf(result)}
-        : {...ids, object: "text_completion", choices: [{index: 0, text: result.text, finish_reason: finishReason(result), logprobs: null}], usage: usageOf(result)};
+        ? {...ids, object: "chat.completion", usage: usageOf(result),
+            choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result), logprobs: null}]}
+        : {...ids, object: "text_completion", usage: usageOf(result),
+            choices: [{index: 0, text: result.text, finish_reason: finishReason(result), logprobs: null}]};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
     response.end(text);
     await Promise.resolve();
 }
 
-function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: ApiFinishReason | null, role = false): ChatCompletionChunk | CompletionChunk {
+function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: ApiFinishReason | null,
+               role = false): ChatCompletionChunk | CompletionChunk {
     if (kind === "chat") {
-        const delta: ChatCompletionChunk["choices"][number]["delta"] = role ? {role: "assistant", content: ""} : text === undefined ? {} : {content: text};
+        type Delta = ChatCompletionChunk["choices"][number]["delta"];
+        const delta: Delta = role ? {role: "assistant", content: ""} : text === undefined ? {} : {content: text};
         return {...ids, object: "chat.completion.chunk", choices: [{index: 0, delta, finish_reason: reason, logprobs: null}]};
     }
     return {...ids, object: "text_completion", choices: [{index: 0, text: text ?? "", finish_reason: reason, logprobs: null}]};
 }
 
 async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handle: ReturnType<EngineClient["generate"]>,
-    response: http.ServerResponse): Promise<void> {
+                      response: http.ServerResponse): Promise<void> {
     response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
     response.flushHeaders();
     const send = (data: unknown): void => {
@@ -148,7 +158,8 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         return;
     if (result.reason === "error" || result.reason === "abort") {
         const message = result.error ?? "the request was cancelled";
-        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", result.reason === "abort" ? "cancelled" : "engine_error")));
+        const code = result.reason === "abort" ? "cancelled" : "engine_error";
+        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
     } else {
         send(chunk(kind, ids, kind === "chat" ? undefined : "", finishReason(result)));
         if (includeUsage)

@@ -1,0 +1,64 @@
+/**
+ * `inference-monitor serve` as a user runs it: the printed base URL works with the official client,
+ * `/metrics`, `/health` and the dashboard answer on the same port, Ctrl-C stops it cleanly; a busy
+ * port and a network bind without a key are clear errors.
+ */
+import assert from "node:assert/strict";
+import {describe, test} from "node:test";
+import OpenAI from "openai";
+import {busyPort, runCli} from "../helpers/runCli.js";
+import {tinyModelPath} from "../helpers/testModels.js";
+
+describe("inference-monitor serve", () => {
+    test("serves the API, /metrics, /health and the dashboard on one port until SIGINT", async () => {
+        let checked: Promise<void> | undefined;
+        let failure: Error | undefined;
+        const run = await runCli(["serve", "--model", await tinyModelPath(), "--port", "0", "--threads", "1", "--context-size", "512", "--parallel", "2"], {
+            onStdout: (text, child) => {
+                if (checked !== undefined || !text.includes("Ready:"))
+                    return;
+                const baseUrl = /OpenAI-compatible API: (http:\S+\/v1)/.exec(text)![1]!;
+                checked = (async () => {
+                    const openai = new OpenAI({baseURL: baseUrl, apiKey: "none", maxRetries: 0});
+                    const [model] = (await openai.models.list()).data;
+                    const completion = await openai.chat.completions.create({model: model!.id, messages: [{role: "user", content: "Hi"}], max_tokens: 5,
+                        ...({ignore_eos: true} as Record<string, unknown>)});
+                    assert.equal(completion.usage?.completion_tokens, 5);
+                    const root = baseUrl.replace(/v1$/, "");
+                    const metrics = await (await fetch(`${root}metrics`)).text();
+                    assert.match(metrics, /vllm:generation_tokens_total\{[^}]*\} 5\n/);
+                    assert.equal((await fetch(`${root}health`)).status, 200);
+                    const page = await fetch(root);
+                    assert.equal(page.status, 200);
+                    assert.match(await page.text(), /<html/);
+                })().catch((error: unknown) => {
+                    failure = error instanceof Error ? error : new Error(String(error));
+                }).finally(() => child.kill("SIGINT"));
+            },
+            timeoutMs: 120_000
+        });
+        await checked;
+        if (failure !== undefined)
+            throw failure;
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /OpenAI-compatible API: http:\/\/127\.0\.0\.1:\d+\/v1\n/);
+        assert.match(run.stdout, /Stopping/);
+    });
+
+    test("a port in use is a clear error naming the flag, exit 1; a network bind without a key is refused", async () => {
+        const busy = await busyPort();
+        try {
+            const run = await runCli(["serve", "--port", String(busy.port)]);
+            assert.equal(run.code, 1);
+            assert.match(run.stderr, new RegExp(`${busy.port}.*in use.*--port`));
+        } finally {
+            busy.close();
+        }
+        const exposed = await runCli(["serve", "--host", "0.0.0.0", "--port", "0"], {timeoutMs: 30_000});
+        assert.equal(exposed.code, 1);
+        assert.match(exposed.stderr, /API key/);
+        const usage = await runCli(["serve", "--max-waiting", "-1"]);
+        assert.equal(usage.code, 2);
+        assert.match(usage.stderr, /--max-waiting/);
+    });
+});
