@@ -227,27 +227,35 @@ export interface DemoModelOptions {
     /** Non-negative safe integer seed for the weights. Default 0. */
     readonly seed?: number,
     /** Element type of the weight matrices (norm weights are always F32). Default `"f16"`. */
-    readonly dtype?: DemoModelDtype
+    readonly dtype?: DemoModelDtype,
+    /**
+     * A Jinja chat template stored as `tokenizer.chat_template`, so chat requests go through
+     * node-llama-cpp's template support as they do for downloaded models. Default: none (the engine's
+     * plain-text fallback).
+     */
+    readonly chatTemplate?: string
 }
+
+type ResolvedOptions = Required<Omit<DemoModelOptions, "chatTemplate">> & {chatTemplate: string | undefined};
 
 export interface DemoModelGgufSpec {
     readonly metadata: GgufMetadataEntry[],
     readonly tensors: GgufTensorSpec[]
 }
 
-function resolveOptions(opts: DemoModelOptions): Required<DemoModelOptions> {
+function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
     const size = opts.size ?? "small";
     const seed = opts.seed ?? 0;
     const dtype = opts.dtype ?? "f16";
     if (!isDemoModelSize(size)) throw new RangeError(`Unknown demo model size: ${String(size)}`);
     if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`Demo model seed must be a non-negative integer, got ${seed}`);
     if (dtype !== "f16" && dtype !== "f32") throw new RangeError(`Unknown demo model dtype: ${String(dtype)}`);
-    return {size, seed, dtype};
+    return {size, seed, dtype, chatTemplate: opts.chatTemplate};
 }
 
 /** Metadata and tensor sources of a demo model (exposed so tests can write deliberately broken variants). */
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
-    const {size, seed, dtype} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate} = resolveOptions(opts);
     const {shape} = demoModelSizes[size];
     const headDim = shape.embeddingLength / shape.headCount;
     const u32 = (value: number) => ({type: "uint32", value}) as const;
@@ -274,7 +282,8 @@ export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpe
         {key: "tokenizer.ggml.bos_token_id", value: u32(vocabulary.bosId)},
         {key: "tokenizer.ggml.eos_token_id", value: u32(vocabulary.eosId)},
         {key: "tokenizer.ggml.add_bos_token", value: {type: "bool", value: true}},
-        {key: "tokenizer.ggml.add_eos_token", value: {type: "bool", value: false}}
+        {key: "tokenizer.ggml.add_eos_token", value: {type: "bool", value: false}},
+        ...chatTemplate === undefined ? [] : [{key: "tokenizer.chat_template", value: {type: "string", value: chatTemplate}} as const]
     ];
 
     const weightType: GgufTensorType = dtype === "f16" ? "F16" : "F32";
@@ -353,8 +362,9 @@ export function defaultDemoModelCacheDir(): string {
 
 /** Cache file name; encodes everything that determines the bytes. */
 export function demoModelFileName(opts: DemoModelOptions = {}): string {
-    const {size, seed, dtype} = resolveOptions(opts);
-    return `inference-monitor-demo-${size}-seed${seed}-${dtype}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
+    const {size, seed, dtype, chatTemplate} = resolveOptions(opts);
+    const template = chatTemplate === undefined ? "" : `-chat${fnv1a(chatTemplate).toString(16).padStart(8, "0")}`;
+    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 
 const inFlight = new Map<string, Promise<string>>();
