@@ -108,6 +108,38 @@ export type StatsConfigView = {
     maxRecentRequests: number
 };
 
+/** At most this many client labels get their own row; requests of later new labels count in {@link otherClientLabel}'s. */
+export const maxClients = 32;
+/** The row of the labels beyond {@link maxClients} (a client that calls itself "other" shares it). */
+export const otherClientLabel = "other";
+
+/**
+ * One client label's requests since start or reset (the label is `RequestLifecycle.client`). Invariant,
+ * as the global ledger's: arrived = completed + failed + aborted + inFlight.
+ */
+export type ClientStatsView = {
+    client: string,
+    arrived: number,
+    inFlight: number,
+    /** Finished with reason stop or length. */
+    completed: number,
+    /** Finished with reason error. */
+    failed: number,
+    /** Finished with reason abort. */
+    aborted: number,
+    /** Sums over the client's finished requests of their final prompt / generated token counts. */
+    promptTokens: number,
+    generationTokens: number,
+    /**
+     * Percentiles (seconds) of the client's most recent TTFTs and ITLs within the percentile window
+     * (at most `maxClientWindowValues` values each); null when there are none.
+     */
+    ttftP50S: number | null,
+    ttftP99S: number | null,
+    itlP50S: number | null,
+    itlP99S: number | null
+};
+
 /** Everything a freshly opened view needs. */
 export type StatsSnapshotView = {
     t: number,
@@ -121,7 +153,9 @@ export type StatsSnapshotView = {
     /** Oldest first. */
     timeSeries: TimeSeriesPoint[],
     /** The most recent requests (by arrival), oldest first. */
-    requests: RequestLifecycle[]
+    requests: RequestLifecycle[],
+    /** Per client label, in order of first arrival since start or reset (the "other" row after the named ones). */
+    clients: ClientStatsView[]
 };
 
 /**
@@ -142,6 +176,8 @@ export type StatsDelta = {
     timeSeries?: TimeSeriesPoint[],
     /** New or updated requests (replace by id). Views keep at most `maxRecentRequests`, dropping the oldest. */
     requests?: RequestLifecycle[],
+    /** The whole per-client table, when any of it changed (replaces the view's). */
+    clients?: ClientStatsView[],
     /** After `reset()`: drop everything and start again from this snapshot. */
     reset?: StatsSnapshotView
 };

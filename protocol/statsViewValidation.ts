@@ -8,13 +8,20 @@ import {
     ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
 } from "./validation.js";
 import {finishReasons, gpuBackends, requestErrorCodes, type EngineInfo} from "./engineMessages.js";
-import {engineStateNames, histogramMetrics, type HistogramMetric, type HistogramView, type PercentileSummary, type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint} from "./statsView.js";
+import {
+    engineStateNames, histogramMetrics, maxClients, type ClientStatsView, type HistogramMetric, type HistogramView, type PercentileSummary,
+    type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
+} from "./statsView.js";
 import {maxClientLabelLength, type RequestLifecycle} from "./requestLifecycle.js";
 
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
 
 /** Upper bounds on what one message may carry (far above what StatsManager sends). */
-export const payloadLimits = {timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000} as const;
+export const payloadLimits = {
+    timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000,
+    /** The named rows and the "other" one. */
+    clients: maxClients + 1
+} as const;
 
 const gaugeKeys: readonly (keyof StatsGauges)[] = [
     "running", "waiting", "kvUsedTokens", "kvCapacityTokens", "kvCacheUsage", "vramUsedBytes", "vramTotalBytes", "msSinceLastStep",
@@ -27,6 +34,8 @@ const pointNumberKeys = ["t", "promptTokensPerS", "generationTokensPerS", "reque
 const pointNullableKeys = ["ttftP50S", "ttftP99S", "itlP50S", "itlP99S"] as const;
 const recordTimeKeys = ["inputProcessed", "queued", "scheduled", "firstToken", "lastToken", "firstDelivered", "finished", "lastDelivered"] as const;
 const recordMetricKeys = ["ttftS", "e2eS", "queueS", "prefillS", "decodeS", "inferenceS", "tpotS"] as const;
+const clientNumberKeys = ["arrived", "inFlight", "completed", "failed", "aborted", "promptTokens", "generationTokens"] as const;
+const clientNullableKeys = ["ttftP50S", "ttftP99S", "itlP50S", "itlP99S"] as const;
 const configKeys = ["sampleIntervalMs", "throughputWindowMs", "percentileWindowMs", "stallThresholdMs", "maxRecentRequests"] as const;
 
 function expectNullableNumber(obj: JsonObject, key: string, what: string): void {
@@ -163,6 +172,22 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
     return value as RequestLifecycle;
 }
 
+function checkClient(value: unknown, index: number): ClientStatsView {
+    const what = `clients[${index}]`;
+    const obj = expectObject(value, what);
+    expectString(obj, "client", what, maxClientLabelLength);
+    for (const key of clientNumberKeys)
+        if (expectNumber(obj, key, what) < 0)
+            throw new ProtocolError(`${what}.${key}: expected >= 0`);
+    for (const key of clientNullableKeys)
+        expectNullableNumber(obj, key, what);
+    return value as ClientStatsView;
+}
+
+function checkClients(obj: JsonObject, what: string): void {
+    expectArray(obj, "clients", what, payloadLimits.clients).forEach(checkClient);
+}
+
 function checkPoints(obj: JsonObject, what: string): void {
     expectArray(obj, "timeSeries", what, payloadLimits.timeSeriesPoints).forEach(checkPoint);
 }
@@ -186,6 +211,7 @@ export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnaps
     checkMetricRecord(obj.histograms, `${what}.histograms`, false, checkHistogram);
     checkPoints(obj, what);
     checkRequests(obj, what);
+    checkClients(obj, what);
     return value as StatsSnapshotView;
 }
 
@@ -212,6 +238,8 @@ export function checkDelta(value: unknown, what = "delta"): StatsDelta {
         checkPoints(obj, what);
     if (obj.requests !== undefined)
         checkRequests(obj, what);
+    if (obj.clients !== undefined)
+        checkClients(obj, what);
     if (obj.reset !== undefined)
         checkSnapshotView(obj.reset, `${what}.reset`);
     return value as StatsDelta;

@@ -10,6 +10,7 @@ import {latencyChart} from "./charts/latencyChart.js";
 import {requestsChart} from "./charts/requestsChart.js";
 import {throughputChart} from "./charts/throughputChart.js";
 import {TimelineChart} from "./charts/timelineChart.js";
+import {ClientsTable} from "./clientsTable.js";
 import {Controls, timeWindows} from "./controls.js";
 import {el} from "./dom.js";
 import {downloadText} from "./download.js";
@@ -30,8 +31,11 @@ export class PanelApp {
     readonly counters: PanelCounters = {received: 0, rejected: 0, gaps: 0, renders: 0, lastRejection: ""};
     private readonly header = new Header();
     private readonly kpis = new KpiTiles();
+    private readonly clients = new ClientsTable();
     private readonly controls: Controls;
     private readonly charts: LiveChart[];
+    /** The request waterfall (also in `charts`), with its client filter. */
+    readonly timeline: TimelineChart;
     private windowMs: number = timeWindows[1].ms;
     private paused = false;
     private frame: number | undefined;
@@ -56,11 +60,12 @@ export class PanelApp {
             }
         }, this.windowMs);
         const grid = el("div", "charts");
-        root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, grid);
+        root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, this.clients.element, grid);
         // Charts are made once their canvases are in the document (chart.js measures the parent).
+        this.timeline = new TimelineChart(chartjs, theme);
         this.charts = [
             throughputChart(chartjs, theme), latencyChart(chartjs, theme), requestsChart(chartjs, theme), cacheChart(chartjs, theme),
-            new HistogramChart(chartjs, theme), new TimelineChart(chartjs, theme)
+            new HistogramChart(chartjs, theme), this.timeline
         ];
         grid.append(...this.charts.map((chart) => chart.element));
         watchTheme((next) => this.applyTheme(next));
@@ -166,6 +171,7 @@ export class PanelApp {
         this.counters.renders++;
         this.header.update(store, store.t + (performance.now() - this.changedAt));
         this.kpis.update(store.view);
+        this.clients.update(store.view.clients);
         const context = {store, windowMs: this.windowMs};
         for (const chart of this.charts)
             chart.update(context);

@@ -20,7 +20,7 @@ export const storeLimits = {
 
 export type DeltaOutcome = "applied" | "stale" | "gap" | "waitingForSnapshot";
 
-/** The snapshot's scalar part; the series and requests live in bounded buffers instead. */
+/** The snapshot's scalar part (the per-client table included); the series and requests live in bounded buffers instead. */
 type Scalars = Omit<StatsSnapshotView, "timeSeries" | "requests">;
 
 export class StatsStore {
@@ -119,6 +119,8 @@ export class StatsStore {
             this.series.push(delta.timeSeries);
         if (delta.requests !== undefined)
             this.putRequests(delta.requests);
+        if (delta.clients !== undefined)
+            current.clients = delta.clients;
         this.changed();
         return "applied";
     }
@@ -127,7 +129,7 @@ export class StatsStore {
         this.current = {
             t: snapshot.t, config: snapshot.config, engine: snapshot.engine, state: snapshot.state,
             counters: {...snapshot.counters}, gauges: {...snapshot.gauges},
-            percentiles: {...snapshot.percentiles}, histograms: {...snapshot.histograms}
+            percentiles: {...snapshot.percentiles}, histograms: {...snapshot.histograms}, clients: snapshot.clients
         };
         this.series.clear();
         this.series.push(snapshot.timeSeries);

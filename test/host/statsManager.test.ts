@@ -14,7 +14,7 @@ import {MetricStore} from "../../extension/host/stats/metricStore.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
 import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
-import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
+import {maxClients, type ClientStatsView, type StatsDelta, type StatsSnapshotView} from "../../protocol/statsView.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
 import {StepFeeder, type HostEvent} from "../helpers/stepFeeder.js";
 
@@ -95,7 +95,7 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         const snapshot = manager.snapshot();
         const record = snapshot.requests[0]!;
         assert.deepEqual(record, {
-            id: "a", phase: "finished", priority: 0, maxTokens: 16, arrival: T0, inputProcessed: T0 + 5, queued: T0 + 6,
+            id: "a", client: "test", phase: "finished", priority: 0, maxTokens: 16, arrival: T0, inputProcessed: T0 + 5, queued: T0 + 6,
             scheduled: T0 + 106, firstToken: T0 + 306, lastToken: T0 + 506, firstDelivered: T0 + 310, finished: T0 + 507,
             lastDelivered: T0 + 510, preemptions: [], reason: "length", promptTokens: 10, generatedTokens: 4,
             metrics: {ttftS: 0.31, e2eS: 0.51, queueS: 0.1, prefillS: 0.2, decodeS: 0.2, inferenceS: 0.4, tpotS: 0.2 / 3}
@@ -565,7 +565,7 @@ describe("views: snapshot and deltas", () => {
         manager.tick();
         const snapshot: StatsSnapshotView = manager.snapshot();
         assert.deepEqual(Object.keys(snapshot).sort(),
-            ["config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "timeSeries"]);
+            ["clients", "config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "timeSeries"]);
         assert.deepEqual(snapshot.config, {sampleIntervalMs: 1000, throughputWindowMs: 5000, percentileWindowMs: 300_000,
             stallThresholdMs: 1000, maxRecentRequests: 500});
         assert.equal(snapshot.engine?.model.name, "tiny-test");
@@ -593,6 +593,184 @@ describe("views: snapshot and deltas", () => {
     test("rejects nonsense options with a named error", () => {
         assert.throws(() => new StatsManager({sampleIntervalMs: 0, tickIntervalMs: 0}), StatsOptionsError);
         assert.throws(() => new StatsManager({maxRecentRequests: 1.5, tickIntervalMs: 0}), /maxRecentRequests must be a positive integer/);
+    });
+});
+
+/** A request of `client` arriving at `t`. */
+const arrivalOf = (id: string, client: string, t: number): HostEvent => ({kind: "arrival", id, t, priority: 0, maxTokens: 16, client});
+
+type ExpectedClient = Omit<ClientStatsView, "ttftP50S" | "ttftP99S" | "itlP50S" | "itlP99S"> & {ttft: [number, number] | null, itl: [number, number] | null};
+
+/** The client rows exactly: counts equal, percentiles within float rounding of the hand-computed numpy values. */
+function assertClients(actual: ClientStatsView[], expected: ExpectedClient[]): void {
+    assert.deepEqual(actual.map((row) => row.client), expected.map((row) => row.client));
+    expected.forEach(({ttft, itl, ...counts}, i) => {
+        const row = actual[i]!;
+        const {ttftP50S, ttftP99S, itlP50S, itlP99S, ...actualCounts} = row;
+        assert.deepEqual(actualCounts, counts);
+        for (const [name, values, want] of [["ttft", [ttftP50S, ttftP99S], ttft], ["itl", [itlP50S, itlP99S], itl]] as const) {
+            if (want === null) {
+                assert.deepEqual(values, [null, null], `${row.client} ${name}`);
+                continue;
+            }
+            values.forEach((value, j) => assert.ok(value !== null && Math.abs(value - want[j]!) < 1e-12,
+                `${row.client} ${name} ${j === 0 ? "p50" : "p99"}: ${value} ≠ ${want[j]}`));
+        }
+        assert.equal(row.arrived, row.completed + row.failed + row.aborted + row.inFlight, `${row.client}: ledger broken`);
+    });
+}
+
+describe("per-client breakdown", () => {
+    /**
+     * curl: c1 stop (TTFT 150 ms, ITL 20, 30 ms), c2 length (TTFT 110 ms, ITL 40, 60 ms);
+     * openai-js: o1 error after one token (TTFT 60 ms), o2 aborted in the queue, o3 running (TTFT 490 ms, ITL 10 ms);
+     * Continue: k1 waiting. c2's and o3's tokens come in one outputs message.
+     */
+    function threeClients(): {manager: StatsManager, feed: StepFeeder, at: (t: number) => void} {
+        const {manager, feed, at} = setup();
+        manager.onEngineReady(engineInfo());
+        feed.send(arrivalOf("c1", "curl", T0));
+        at(T0 + 10);
+        feed.send(arrivalOf("o1", "openai-js", T0 + 10));
+        at(T0 + 20);
+        feed.send(arrivalOf("o2", "openai-js", T0 + 20));
+        at(T0 + 30);
+        feed.send(arrivalOf("o3", "openai-js", T0 + 30));
+        at(T0 + 40);
+        feed.send(arrivalOf("k1", "Continue", T0 + 40));
+        at(T0 + 50);
+        feed.send({kind: "queued", id: "o2", t: T0 + 50, receivedAt: T0 + 50});
+        at(T0 + 70);
+        feed.send({kind: "tokens", id: "o1", text: "a", times: [T0 + 60], receivedAt: T0 + 70});
+        at(T0 + 80);
+        feed.send({kind: "finished", id: "o1", t: T0 + 80, reason: "error", promptTokens: 4, generatedTokens: 1, error: "boom", receivedAt: T0 + 80});
+        at(T0 + 90);
+        feed.send(finished("o2", T0 + 90, "abort", 7, 0));
+        at(T0 + 150);
+        feed.send({kind: "tokens", id: "c1", text: "abc", times: [T0 + 100, T0 + 120, T0 + 150], receivedAt: T0 + 150});
+        at(T0 + 160);
+        feed.send(finished("c1", T0 + 160, "stop", 10, 3));
+        at(T0 + 200);
+        feed.send(arrivalOf("c2", "curl", T0 + 200));
+        at(T0 + 310);
+        feed.send({kind: "tokens", id: "c2", text: "a", times: [T0 + 300], receivedAt: T0 + 310});
+        at(T0 + 520);
+        feed.outputs([
+            {kind: "tokens", id: "c2", text: "bc", times: [T0 + 340, T0 + 400]},
+            {kind: "tokens", id: "o3", text: "ab", times: [T0 + 500, T0 + 510]}
+        ], undefined, T0 + 520);
+        at(T0 + 530);
+        feed.send(finished("c2", T0 + 530, "length", 5, 3));
+        return {manager, feed, at};
+    }
+
+    const curl: ExpectedClient = {client: "curl", arrived: 2, inFlight: 0, completed: 2, failed: 0, aborted: 0, promptTokens: 15, generationTokens: 6,
+        ttft: [0.13, 0.11 + 0.04 * 0.99], itl: [0.035, 0.04 + 0.02 * 0.97]};
+    const openai: ExpectedClient = {client: "openai-js", arrived: 3, inFlight: 1, completed: 0, failed: 1, aborted: 1, promptTokens: 11,
+        generationTokens: 1, ttft: [0.275, 0.06 + 0.43 * 0.99], itl: [0.01, 0.01]};
+    const idle: ExpectedClient = {client: "Continue", arrived: 1, inFlight: 1, completed: 0, failed: 0, aborted: 0, promptTokens: 0,
+        generationTokens: 0, ttft: null, itl: null};
+
+    test("requests, outcomes, tokens and TTFT / ITL percentiles per client, exactly", () => {
+        const {manager, feed} = threeClients();
+        // the one outputs message with two clients' tokens: each ITL sample says whose it is
+        const mixed = feed.steps.at(-2)!.iteration;
+        assert.deepEqual(mixed.itlS.map((s) => Number(s.toFixed(6))), [0.04, 0.06, 0.01]);
+        assert.deepEqual(mixed.itlClients, ["curl", "curl", "openai-js"]);
+
+        const snapshot = manager.snapshot();
+        assertClients(snapshot.clients, [curl, openai, idle]);
+        assert.deepEqual(JSON.parse(JSON.stringify(snapshot.clients)), snapshot.clients);
+        // the rows add up to the global ledger and the finished requests' token sums
+        const sum = (key: "arrived" | "inFlight" | "completed" | "failed" | "aborted"): number =>
+            snapshot.clients.reduce((total, row) => total + row[key], 0);
+        const {requests} = snapshot.counters;
+        assert.deepEqual([sum("arrived"), sum("inFlight"), sum("completed"), sum("failed"), sum("aborted")],
+            [requests.arrived, requests.inFlight, requests.completed, requests.failed, requests.aborted]);
+        const totals = manager.benchTotals();
+        assert.equal(snapshot.clients.reduce((total, row) => total + row.promptTokens, 0), totals.finishedPromptTokens);
+        assert.equal(snapshot.clients.reduce((total, row) => total + row.generationTokens, 0), totals.finishedGenerationTokens);
+        assert.equal(snapshot.percentiles.itl.count, 5, "the global ITLs are all the clients' ITLs");
+    });
+
+    test("deltas carry the whole table when it changed, and leave it out when not", () => {
+        const {manager, feed, at} = threeClients();
+        const deltas: StatsDelta[] = [];
+        manager.subscribe((delta) => deltas.push(delta));
+        at(T0 + 1000);
+        manager.tick();
+        assert.equal(deltas.length, 1);
+        assert.equal(deltas[0]!.clients, undefined, "the gauges moved, the table did not");
+        feed.send(arrivalOf("b1", "bench", T0 + 1000));
+        at(T0 + 1300);
+        manager.tick();
+        assert.deepEqual(deltas.at(-1)!.clients?.map((row) => [row.client, row.arrived, row.inFlight]),
+            [["curl", 2, 0], ["openai-js", 3, 1], ["Continue", 1, 1], ["bench", 1, 1]]);
+        feed.step(step({t: T0 + 1400, running: 2}));
+        at(T0 + 1600);
+        manager.tick();
+        assert.equal(deltas.length, 3);
+        assert.equal(deltas[2]!.clients, undefined, "a step that changed no client sends no table");
+    });
+
+    test(`at most ${maxClients} labels get a row; later new labels count in "other", ITLs included`, () => {
+        const {manager, feed} = setup();
+        const labels = Array.from({length: maxClients + 8}, (_, i) => `client-${i}`);
+        labels.forEach((label, i) => {
+            feed.send(arrivalOf(`r${i}`, label, T0));
+            feed.send({kind: "tokens", id: `r${i}`, text: "ab", times: [T0 + 10, T0 + 10 + i], receivedAt: T0 + 10 + i});
+            feed.send(finished(`r${i}`, T0 + 50, "stop", 1, 2));
+        });
+        // a known label keeps its row; a client named "other" shares the fold row
+        feed.send(arrivalOf("again", "client-0", T0 + 60));
+        feed.send(arrivalOf("literal", "other", T0 + 60));
+        const clients = manager.snapshot().clients;
+        assert.equal(clients.length, maxClients + 1);
+        assert.deepEqual(clients.map((row) => row.client), [...labels.slice(0, maxClients), "other"]);
+        assert.deepEqual(clients[0], {client: "client-0", arrived: 2, inFlight: 1, completed: 1, failed: 0, aborted: 0, promptTokens: 1,
+            generationTokens: 2, ttftP50S: 0.01, ttftP99S: 0.01, itlP50S: 0, itlP99S: 0});
+        assert.equal(clients[31]!.itlP50S, 0.031);
+        // the 8 folded requests (ITL 32…39 ms, TTFT 42…49 ms) and the one named "other"
+        const other = clients[maxClients]!;
+        const {ttftP50S, ttftP99S, itlP50S, itlP99S, ...counts} = other;
+        assert.deepEqual(counts, {client: "other", arrived: 9, inFlight: 1, completed: 8, failed: 0, aborted: 0, promptTokens: 8, generationTokens: 16});
+        assert.ok(Math.abs(itlP50S! - 0.0355) < 1e-12 && Math.abs(itlP99S! - (0.038 + 0.001 * 0.93)) < 1e-12, `${itlP50S} ${itlP99S}`);
+        assert.ok(Math.abs(ttftP50S! - 0.0455) < 1e-12 && Math.abs(ttftP99S! - (0.048 + 0.001 * 0.93)) < 1e-12, `${ttftP50S} ${ttftP99S}`);
+    });
+
+    test("each client keeps at most maxClientWindowValues TTFTs and ITLs", () => {
+        const {manager, feed} = setup({maxClientWindowValues: 3});
+        feed.send(arrivalOf("a", "curl", T0));
+        // ITLs 10, 20, 30, 40, 50 ms: only 30, 40, 50 are kept
+        feed.send({kind: "tokens", id: "a", text: "", times: [T0, T0 + 10, T0 + 30, T0 + 60, T0 + 100, T0 + 150], receivedAt: T0 + 150});
+        const [row] = manager.snapshot().clients;
+        assert.equal(row!.itlP50S, 0.04);
+        assert.ok(Math.abs(row!.itlP99S! - 0.0498) < 1e-12, String(row!.itlP99S));
+        assert.equal(manager.snapshot().percentiles.itl.count, 5, "the global window is its own");
+    });
+
+    test("reset clears the table; requests in flight count as arrived again in their rows and finish there", () => {
+        const {manager, feed, at} = threeClients();
+        const deltas: StatsDelta[] = [];
+        manager.subscribe((delta) => deltas.push(delta));
+        at(T0 + 600);
+        manager.reset();
+        const zero = {completed: 0, failed: 0, aborted: 0, promptTokens: 0, generationTokens: 0, ttft: null, itl: null} as const;
+        const afterReset: ExpectedClient[] = [{client: "openai-js", arrived: 1, inFlight: 1, ...zero}, {client: "Continue", arrived: 1, inFlight: 1, ...zero}];
+        assertClients(deltas[0]!.reset!.clients, afterReset);
+        assertClients(manager.snapshot().clients, afterReset);
+        // o3's TTFT was recorded before the reset; its next ITLs and its finish count in the new row
+        at(T0 + 700);
+        feed.send({kind: "tokens", id: "o3", text: "c", times: [T0 + 530], receivedAt: T0 + 700});
+        feed.send(finished("o3", T0 + 710, "stop", 6, 3, T0 + 710));
+        feed.send(arrivalOf("c3", "curl", T0 + 720));
+        assertClients(manager.snapshot().clients, [
+            {client: "openai-js", arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, promptTokens: 6, generationTokens: 3, ttft: null,
+                itl: [0.02, 0.02]},
+            {client: "Continue", arrived: 1, inFlight: 1, ...zero},
+            {client: "curl", arrived: 1, inFlight: 1, ...zero}
+        ]);
+        assertLedger(manager);
     });
 });
 

@@ -15,6 +15,7 @@ import {DashboardServer, type DashboardStatsSource} from "../../extension/host/d
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
+import {clientColumns} from "../../webview/clientsTable.js";
 import {kpiDefinitions} from "../../webview/kpiTiles.js";
 import {encodeMessage, ReadyMessage} from "../../protocol/panelMessages.js";
 import {tinyModelPath} from "../helpers/testModels.js";
@@ -86,8 +87,9 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
     /** When set, the server also delivers this malformed delta to the page (the host-side path). */
     let injectBadDelta = false;
 
-    async function runRequests(count: number): Promise<void> {
-        const handles = Array.from({length: count}, (_, i) => client.generate({prompt: `${prompt} ${i}`, maxTokens: 16, ignoreEos: true, temperature: 0}));
+    async function runRequests(count: number, label?: string): Promise<void> {
+        const handles = Array.from({length: count}, (_, i) =>
+            client.generate({prompt: `${prompt} ${i}`, maxTokens: 16, ignoreEos: true, temperature: 0, ...(label !== undefined ? {client: label} : {})}));
         const results = await Promise.all(handles.map((handle) => handle.done));
         for (const result of results)
             assert.equal(result.reason, "length", result.error);
@@ -268,6 +270,39 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.ok((await canvasInk(page, "throughput", "--im-purple")).colored > 20, "the prompt series uses the new theme colour");
     });
 
+    test("the clients table shows each client's numbers; the timeline filter shows one client's requests", async () => {
+        await Promise.all([runRequests(3, "curl"), runRequests(2, "openai-js")]);
+        await waitForTile("completed", 7);
+        const snapshot = manager.snapshot();
+        assert.deepEqual(snapshot.clients.map((row) => [row.client, row.arrived, row.completed]), [["local", 2, 2], ["curl", 3, 3], ["openai-js", 2, 2]]);
+        // the page's rows, cell by cell, as the panel formats the manager's rows (percentiles settle within a sample)
+        const expectedRows = snapshot.clients.map((row) => clientColumns.map((column) => column.text(row)));
+        await page.waitForFunction((rows) => JSON.stringify(Array.from(document.querySelectorAll("[data-card=clients] tbody tr"),
+            (tr) => Array.from(tr.children, (cell) => cell.textContent))) === JSON.stringify(rows), expectedRows, {timeout: 10_000});
+        const curlRow = await page.$$eval('[data-client="curl"] [data-col]', (cells) => Object.fromEntries(cells.map((cell) => [(cell as HTMLElement).dataset.col!, cell.textContent])));
+        assert.equal(curlRow.requests, "3");
+        assert.equal(curlRow.running, "0");
+        assert.equal(curlRow.errors, "0");
+        assert.match(curlRow.tokens!, /^\d+ \/ 48$/, "16 generated tokens each");
+        assert.match(curlRow.ttft!, /^[\d.]+ \/ [\d.]+$/);
+
+        const select = '[data-action="timeline-client"]';
+        const options = await page.$$eval(`${select} option`, (elements) => elements.map((option) => [(option as HTMLOptionElement).value, option.textContent]));
+        assert.deepEqual(options, [["", "All clients"], ["local", "local"], ["curl", "curl"], ["openai-js", "openai-js"]]);
+        const shown = async (): Promise<Array<[string, string]>> =>
+            await page.evaluate(() => window.__inferenceMonitorPanel!.app.timeline.shownRows.map((row) => [row.id, row.client] as [string, string]));
+        assert.equal((await shown()).length, 7);
+        await page.selectOption(select, "curl");
+        const curlIds = snapshot.requests.filter((record) => record.client === "curl").map((record) => record.id).reverse();
+        assert.deepEqual(await shown(), curlIds.map((id) => [id, "curl"]), "only curl's requests, newest on top");
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+        assert.ok((await canvasInk(page, "timeline", "--im-blue")).colored > 50, "timeline: curl's decode bars drawn");
+        await page.selectOption(select, "openai-js");
+        assert.deepEqual((await shown()).map(([, label]) => label), ["openai-js", "openai-js"]);
+        await page.selectOption(select, "");
+        assert.equal((await shown()).length, 7);
+    });
+
     test("memory stays bounded: an hour of time series and thousands of requests", async () => {
         const held = await page.evaluate(() => {
             const panel = window.__inferenceMonitorPanel!;
@@ -283,7 +318,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
                     t += 1000;
                     points.push({t, promptTokensPerS: 10, generationTokensPerS: 20, requestsPerS: 1, ttftP50S: 0.01, ttftP99S: 0.02,
                         itlP50S: 0.005, itlP99S: 0.01, running: 1, waiting: 0, kvCacheUsage: 0.5, vramUsedBytes: 0});
-                    requests.push({id: `mem-${batch}-${i}`, phase: "finished", priority: 0, maxTokens: 16, arrival: t, queued: t, scheduled: t + 1,
+                    requests.push({id: `mem-${batch}-${i}`, client: "mem", phase: "finished", priority: 0, maxTokens: 16, arrival: t, queued: t, scheduled: t + 1,
                         firstToken: t + 5, lastToken: t + 50, finished: t + 50, preemptions: [], reason: "length", promptTokens: 8, generatedTokens: 16,
                         metrics: {ttftS: 0.005}});
                 }

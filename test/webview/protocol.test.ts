@@ -17,7 +17,7 @@ function realStats(): {snapshot: StatsSnapshotView, deltas: StatsDelta[]} {
     const deltas: StatsDelta[] = [];
     stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
     for (let i = 0; i < 5; i++) {
-        stats.runRequest(`req-${i}`, {preempt: i === 2, fail: i === 4});
+        stats.runRequest(`req-${i}`, {preempt: i === 2, fail: i === 4, client: i % 2 === 0 ? "curl" : "openai-js"});
         stats.advance(1000);
     }
     stats.manager.reset();
@@ -46,12 +46,14 @@ describe("host → panel", () => {
         assert.deepEqual(parseHostToPanel(message), message);
         assert.deepEqual(parseHostToPanel(encodeMessage(message)), JSON.parse(encodeMessage(message)));
         assert.ok(snapshot.requests.length > 0 && snapshot.timeSeries.length > 0);
+        assert.ok(snapshot.clients.length > 0);
     });
 
     test("accepts every real delta, including the reset one", () => {
         assert.ok(deltas.length >= 5, `only ${deltas.length} deltas`);
         assert.ok(deltas.some((delta) => delta.reset !== undefined), "no reset delta");
         assert.ok(deltas.some((delta) => delta.requests !== undefined && delta.timeSeries !== undefined));
+        assert.ok(deltas.some((delta) => delta.clients?.some((row) => row.client === "openai-js" && row.failed === 0 && row.ttftP50S !== null)));
         for (const delta of deltas)
             assert.deepEqual(parseHostToPanel(encodeMessage(DeltaMessage.create({delta}))), JSON.parse(encodeMessage(DeltaMessage.create({delta}))));
     });
@@ -84,11 +86,19 @@ describe("host → panel", () => {
             [{type: "snapshot", snapshot: {...clone(snapshot), percentiles: {...snapshot.percentiles, bogus: snapshot.percentiles.ttft}}, seq: 0}, /unknown metric/],
             [{type: "snapshot", snapshot: {...clone(snapshot), histograms: {...snapshot.histograms, ttft: {...snapshot.histograms.ttft, counts: [1]}}}, seq: 0}, /counts\.length/],
             [{type: "snapshot", snapshot: {...clone(snapshot), engine: {pid: 1}}, seq: 0}, /engine/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), clients: undefined}, seq: 0}, /clients: expected an array/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), clients: [{...snapshot.clients[0], arrived: "2"}]}, seq: 0}, /clients\[0\]\.arrived/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), clients: [{...snapshot.clients[0], inFlight: -1}]}, seq: 0}, /clients\[0\]\.inFlight: expected >= 0/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), clients: [{...snapshot.clients[0], client: "x".repeat(65)}]}, seq: 0}, /clients\[0\]\.client: longer/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), clients: Array.from({length: 34}, () => snapshot.clients[0])}, seq: 0}, /clients: more than 33/],
             [{type: "delta"}, /delta/],
             [{type: "delta", delta: {t: 1, seq: "2"}}, /seq/],
             [{type: "delta", delta: {t: 1, seq: 2, gauges: {running: Number.NaN}}}, /running/],
             [{type: "delta", delta: {t: 1, seq: 2, counters: {requests: {arrived: 1}}}}, /requests/],
             [{type: "delta", delta: {t: 1, seq: 2, timeSeries: "points"}}, /timeSeries/],
+            [{type: "delta", delta: {t: 1, seq: 2, clients: [{client: "curl"}]}}, /clients\[0\]\.arrived/],
+            [{type: "delta", delta: {t: 1, seq: 2, clients: [{...snapshot.clients[0], ttftP50S: "fast"}]}}, /clients\[0\]\.ttftP50S/],
+            [{type: "delta", delta: {t: 1, seq: 2, clients: {curl: snapshot.clients[0]}}}, /clients: expected an array/],
             [{type: "delta", delta: {t: 1, seq: 2, reset: {}}}, /reset/],
             [{type: "paused", paused: "yes"}, /paused/],
             [{type: "exportResult", format: "xml", fileName: "x", mimeType: "x"}, /format/],

@@ -18,7 +18,10 @@ export function fakeEngineInfo(): EngineInfo {
     };
 }
 
-export type FakeStats = {manager: StatsManager, clock: {now: number}, deltas: StatsDelta[], runRequest(id: string, options?: {fail?: boolean, preempt?: boolean}): void, advance(ms: number): void};
+/** `client`: the request's client label (default the feeder's "test"). */
+export type RunOptions = {fail?: boolean, preempt?: boolean, client?: string};
+
+export type FakeStats = {manager: StatsManager, clock: {now: number}, deltas: StatsDelta[], runRequest(id: string, options?: RunOptions): void, advance(ms: number): void};
 
 /** A manager with a fake clock and no timer; `advance` moves the clock and ticks. */
 export function fakeStats(): FakeStats {
@@ -32,9 +35,9 @@ export function fakeStats(): FakeStats {
         clock.now += ms;
         manager.tick();
     };
-    const runRequest = (id: string, options: {fail?: boolean, preempt?: boolean} = {}): void => {
+    const runRequest = (id: string, options: RunOptions = {}): void => {
         const t = clock.now;
-        feed.send({kind: "arrival", id, t, priority: 0, maxTokens: 16});
+        feed.send({kind: "arrival", id, t, priority: 0, maxTokens: 16, ...(options.client !== undefined ? {client: options.client} : {})});
         feed.send({kind: "inputProcessed", id, t: t + 1, promptTokens: 8, receivedAt: t + 1});
         feed.send({kind: "queued", id, t: t + 2, receivedAt: t + 2});
         feed.send({kind: "scheduled", id, t: t + 5, receivedAt: t + 5});

@@ -19,7 +19,7 @@ describe("StatsStore", () => {
         store.applySnapshot({snapshot: stats.manager.snapshot(), seq: 0});
         stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
         for (let i = 0; i < 6; i++) {
-            stats.runRequest(`r${i}`, {preempt: i === 1, fail: i === 3});
+            stats.runRequest(`r${i}`, {preempt: i === 1, fail: i === 3, client: i < 4 ? "curl" : "bench"});
             stats.advance(1000);
         }
         for (const delta of deltas)
@@ -28,6 +28,8 @@ describe("StatsStore", () => {
         assert.deepEqual(store.view.counters, expected.counters);
         assert.deepEqual(store.view.percentiles, expected.percentiles);
         assert.deepEqual(store.view.histograms, expected.histograms);
+        assert.deepEqual(store.view.clients, expected.clients);
+        assert.deepEqual(store.view.clients.map((row) => [row.client, row.arrived, row.failed]), [["curl", 4, 1], ["bench", 2, 0]]);
         assert.deepEqual(store.series.toArray(), expected.timeSeries);
         assert.deepEqual([...store.requests.values()], expected.requests);
         assert.equal(store.view.state, expected.state);

@@ -18,7 +18,8 @@ export interface LiveChart {
     applyTheme(theme: Theme): void
 }
 
-export type ChartCard = {element: HTMLElement, box: HTMLElement, canvas: HTMLCanvasElement};
+/** `heading`: the title row, where a chart may add its own controls. */
+export type ChartCard = {element: HTMLElement, heading: HTMLElement, box: HTMLElement, canvas: HTMLCanvasElement};
 
 export function chartCard(name: string, title: string, note?: string, className = "card"): ChartCard {
     const element = el("section", className);
@@ -34,5 +35,5 @@ export function chartCard(name: string, title: string, note?: string, className 
     canvas.setAttribute("aria-label", title);
     box.append(canvas);
     element.append(heading, box);
-    return {element, box, canvas};
+    return {element, heading, box, canvas};
 }

@@ -2,10 +2,12 @@
  * The per-request waterfall of the last ~50 requests (newest at the top): floating horizontal bars
  * for queue (queued → scheduled), prefill (scheduled → first token) and decode (first token → last
  * token, or now while running), from the RequestLifecycle timestamps (host clock); preemptions as red
- * crosses. Decode bars of failed or aborted requests are drawn in red.
+ * crosses. Decode bars of failed or aborted requests are drawn in red. A select in the card's heading
+ * (`data-action="timeline-client"`) shows one client label's requests only (page-side filtering).
  */
 import type {Chart, ChartDataset, Scale} from "chart.js" with {"resolution-mode": "import"};
 import type {} from "../../protocol/statsView.js";
+import {el} from "../dom.js";
 import {withAlpha, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";
@@ -17,12 +19,16 @@ type Span = [number, number];
 type Bar = Span | null;
 type Marker = {x: number, y: string};
 
-export type TimelineRow = {label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[]};
+export type TimelineRow = {
+    id: string, client: string, label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[]
+};
 
-/** Rows for the most recent requests, newest first; `now` ends the open segments. */
-export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number, limit = timelineRows): TimelineRow[] {
+/** Rows for the most recent requests (of `client` only, when given), newest first; `now` ends the open segments. */
+export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number, limit = timelineRows, client?: string): TimelineRow[] {
     const recent: RequestLifecycle[] = [];
     for (const record of requests) {
+        if (client !== undefined && record.client !== client)
+            continue;
         recent.push(record);
         if (recent.length > limit)
             recent.shift();
@@ -33,7 +39,9 @@ export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number
         const span = (from: number | undefined, to: number | undefined): Bar =>
             from === undefined || to === undefined ? null : [from, Math.max(from, to)];
         return {
-            label: `${record.id.slice(0, 8)} ${record.generatedTokens} tok`,
+            id: record.id,
+            client: record.client,
+            label: `${record.client} · ${record.id.slice(0, 6)} · ${record.generatedTokens} tok`,
             queue: span(queueStart, record.scheduled ?? (record.phase === "finished" ? record.finished : now)),
             prefill: span(record.scheduled, record.firstToken ?? (record.phase === "finished" ? record.finished : now)),
             decode: record.firstToken === undefined ? null : span(record.firstToken, end),
@@ -50,12 +58,28 @@ export class TimelineChart implements LiveChart {
     private readonly chart: Chart<"bar" | "scatter", Array<Bar | Marker>, string>;
     private theme: Theme;
     private rows = 0;
+    private readonly clientSelect = el("select");
+    /** The option values of `clientSelect` after "All clients" (JSON), to rebuild them only when they change. */
+    private clientOptionsKey = "";
+    private client: string | undefined;
+    private lastContext: ChartContext | undefined;
+    private shown: readonly TimelineRow[] = [];
 
     constructor(chartjs: ChartJs, theme: Theme) {
         const card = chartCard(this.name, "Request timeline", `last ${timelineRows} requests, newest on top`, "card span-2");
         this.element = card.element;
         this.box = card.box;
         this.theme = theme;
+        const filter = el("label", "card-filter");
+        this.clientSelect.dataset.action = "timeline-client";
+        this.clientSelect.append(clientOption("", "All clients"));
+        this.clientSelect.addEventListener("change", () => {
+            this.client = this.clientSelect.value === "" ? undefined : this.clientSelect.value;
+            if (this.lastContext !== undefined)
+                this.update(this.lastContext);
+        });
+        filter.append("Client ", this.clientSelect);
+        card.heading.append(filter);
         const bar = (label: string): ChartDataset<"bar", Bar[]> => ({
             type: "bar", label, data: [], grouped: false, borderSkipped: false, barPercentage: 0.9, categoryPercentage: 0.9
         });
@@ -77,8 +101,17 @@ export class TimelineChart implements LiveChart {
         this.applyTheme(theme);
     }
 
-    update({store}: ChartContext): void {
-        const rows = timelineRowsOf(store.requests.values(), store.t);
+    /** The rows drawn by the last update, newest first. */
+    get shownRows(): readonly TimelineRow[] {
+        return this.shown;
+    }
+
+    update(context: ChartContext): void {
+        this.lastContext = context;
+        const store = context.store;
+        this.updateClientOptions(store.requests.values());
+        const rows = timelineRowsOf(store.requests.values(), store.t, timelineRows, this.client);
+        this.shown = rows;
         const chart = this.chart;
         chart.data.labels = rows.map((row) => row.label);
         const [queue, prefill, decode, markers] = chart.data.datasets;
@@ -106,6 +139,21 @@ export class TimelineChart implements LiveChart {
         chart.update("none");
     }
 
+    /** "All clients", then every label of the requests held (in order of first arrival), and the selected one. */
+    private updateClientOptions(requests: Iterable<RequestLifecycle>): void {
+        const labels = new Set<string>();
+        for (const record of requests)
+            labels.add(record.client);
+        if (this.client !== undefined)
+            labels.add(this.client);
+        const key = JSON.stringify([...labels]);
+        if (key === this.clientOptionsKey)
+            return;
+        this.clientOptionsKey = key;
+        this.clientSelect.replaceChildren(clientOption("", "All clients"), ...[...labels].map((label) => clientOption(label, label)));
+        this.clientSelect.value = this.client ?? "";
+    }
+
     applyTheme(theme: Theme): void {
         this.theme = theme;
         const [queue, prefill, decode, markers] = this.chart.data.datasets;
@@ -118,4 +166,10 @@ export class TimelineChart implements LiveChart {
         applyAxisTheme(this.chart, theme);
         this.chart.update("none");
     }
+}
+
+function clientOption(value: string, text: string): HTMLOptionElement {
+    const option = el("option", undefined, text);
+    option.value = value;
+    return option;
 }

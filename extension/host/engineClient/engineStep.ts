@@ -27,11 +27,14 @@ export type IterationStats = {
     ttftS: number[],
     /** Seconds between consecutive tokens of one request. */
     itlS: number[],
+    /** The client label of each `itlS` sample (same length, same order): who the gap was measured for. */
+    itlClients: string[],
     preemptions: number
 };
 
 export type EngineStep = {scheduler?: SchedulerStats, iteration: IterationStats};
 
 export function emptyIteration(t: number): IterationStats {
-    return {t, arrived: [], updated: [], finished: [], promptTokens: 0, generationTokens: 0, ttftS: [], itlS: [], preemptions: 0};
+    return {t, arrived: [], updated: [], finished: [], promptTokens: 0, generationTokens: 0, ttftS: [], itlS: [], itlClients: [],
+        preemptions: 0};
 }

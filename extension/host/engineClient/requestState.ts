@@ -130,8 +130,10 @@ export class RequestState {
             return;
         let previous = lifecycle.lastToken;
         for (const time of times) {
-            if (previous !== undefined)
+            if (previous !== undefined) {
                 iteration.itlS.push(seconds(time, previous));
+                iteration.itlClients.push(lifecycle.client);
+            }
             previous = time;
             this.tokenTimes.push(time);
         }

@@ -2,7 +2,7 @@ import type {EngineStateName, StatsDelta, StatsSnapshotView, TimeSeriesPoint} fr
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 
 /** The compared part of a view's state: what a delta carries when it changed. */
-export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms">;
+export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms" | "clients">;
 
 /** Where the publisher reads the current state. */
 export interface DeltaSource {
@@ -30,6 +30,7 @@ type Subscriber = {
     seq: number,
     sent: Record<Section, Map<string, string>>,
     engineJson: string,
+    clientsJson: string,
     state: EngineStateName,
     seriesCursor: number,
     requestCursor: number
@@ -59,7 +60,7 @@ export class DeltaPublisher {
         const subscriber: Subscriber = {
             listener, minGapMs: 1000 / maxHz, lastEmitAt: Number.NEGATIVE_INFINITY, seq: 0,
             sent: {counters: new Map(), gauges: new Map(), percentiles: new Map(), histograms: new Map()},
-            engineJson: "", state: "stopped", seriesCursor: 0, requestCursor: 0
+            engineJson: "", clientsJson: "", state: "stopped", seriesCursor: 0, requestCursor: 0
         };
         this.rebase(subscriber, this.source.scalars(now));
         this.subscribers.add(subscriber);
@@ -96,6 +97,7 @@ export class DeltaPublisher {
                 subscriber.sent[section].set(key, JSON.stringify(value));
         }
         subscriber.engineJson = JSON.stringify(scalars.engine);
+        subscriber.clientsJson = JSON.stringify(scalars.clients);
         subscriber.state = scalars.state;
         subscriber.seriesCursor = this.source.seriesCursor();
         subscriber.requestCursor = this.source.requestCursor();
@@ -121,6 +123,12 @@ export class DeltaPublisher {
                 Object.assign(delta, {[section]: part});
                 changed = true;
             }
+        }
+        const clientsJson = JSON.stringify(scalars.clients);
+        if (clientsJson !== subscriber.clientsJson) {
+            subscriber.clientsJson = clientsJson;
+            delta.clients = scalars.clients;
+            changed = true;
         }
         const seriesCursor = this.source.seriesCursor();
         if (seriesCursor !== subscriber.seriesCursor) {

@@ -1,7 +1,7 @@
 /**
  * Stats exports, for "Export Stats…", the panel's Export buttons and the dashboard's downloads:
- * - JSON: the whole StatsSnapshotView (counters, gauges, percentiles, histograms, time series, and
- *   every recent request's lifecycle);
+ * - JSON: the whole StatsSnapshotView (counters, gauges, percentiles, histograms, time series, every
+ *   recent request's lifecycle, and the per-client table);
  * - CSV: the time series, one row per sample;
  * - requests CSV (dashboard `/export-requests.csv`): one row per recent request, metrics in ms.
  */

@@ -14,6 +14,8 @@
  *   a meaningless value from a zero timestamp); TPOT only when ≥ 2 tokens were generated (vLLM records 0).
  * - Prompt tokens count when the request's prefill is done (its first tokens arrive), as vLLM counts
  *   them; generation tokens as they arrive.
+ * - Per client label (ClientStatsTable): the ledger and the finished requests' final token counts,
+ *   and each client's own TTFTs and ITLs (ITL samples carry their request's label in the iteration stats).
  */
 import {quantileOfSorted} from "./percentiles.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
@@ -25,6 +27,7 @@ import type {EngineClientState, EngineObserver, RejectedMessage} from "../engine
 import type {EngineStep} from "../engineClient/engineStep.js";
 import type {EngineExit} from "../engineClient/engineTransport.js";
 import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
+import {ClientStatsTable, type ClientRow} from "./clientStats.js";
 import {DeltaPublisher, type StatsListener, type SubscribeOptions, type ViewScalars} from "./deltaPublisher.js";
 import {EngineStateTracker} from "./engineStateTracker.js";
 import type {StatLogger} from "./loggers/statLogger.js";
@@ -33,8 +36,11 @@ import {RingBuffer} from "./ringBuffer.js";
 import {SlidingWindowSum} from "./slidingWindow.js";
 import {resolveStatsManagerOptions, type ResolvedStatsManagerOptions, type StatsManagerOptions} from "./statsManagerOptions.js";
 
-/** A request in the ledger: the client's lifecycle object, with the manager's bookkeeping for deltas. */
-type LedgerEntry = {readonly serial: number, version: number, readonly lifecycle: RequestLifecycle};
+/**
+ * A request in the ledger: the client's lifecycle object, with the manager's bookkeeping for deltas,
+ * the row of the per-client table it counts in, and whether its TTFT has been recorded there.
+ */
+type LedgerEntry = {readonly serial: number, version: number, readonly lifecycle: RequestLifecycle, client: ClientRow, ttftSeen: boolean};
 
 type Totals = {
     arrived: number,
@@ -66,6 +72,7 @@ export class StatsManager implements EngineObserver {
     private requestVersion = 0;
     private totals = emptyTotals();
     private metrics: MetricStore;
+    private clients: ClientStatsTable;
     private readonly promptTokensWindow: SlidingWindowSum;
     private readonly generationTokensWindow: SlidingWindowSum;
     private readonly finishedWindow: SlidingWindowSum;
@@ -82,6 +89,7 @@ export class StatsManager implements EngineObserver {
         this.now = this.options.now;
         this.engine = new EngineStateTracker(this.options.stallThresholdMs);
         this.metrics = new MetricStore(this.options.maxWindowValues, this.options.percentileWindowMs);
+        this.clients = this.newClientTable();
         this.maxModelLen = this.options.maxModelLen;
         if (this.maxModelLen !== undefined)
             this.metrics.setMaxModelLen(this.maxModelLen);
@@ -154,15 +162,26 @@ export class StatsManager implements EngineObserver {
         }
         for (const ttft of iteration.ttftS)
             this.metrics.observe("ttft", ttft, now);
-        for (const itl of iteration.itlS)
-            this.metrics.observe("itl", itl, now);
+        const {itlS, itlClients} = iteration;
+        for (let i = 0; i < itlS.length; i++) {
+            this.metrics.observe("itl", itlS[i]!, now);
+            const client = itlClients[i];
+            if (client !== undefined)
+                this.clients.find(client)?.itl.observe(now, itlS[i]!);
+        }
         this.totals.preemptions += iteration.preemptions;
         for (const lifecycle of iteration.updated) {
             const entry = this.inFlight.get(lifecycle);
-            if (entry === undefined)
+            if (entry === undefined) {
                 this.totals.ignoredEvents++;
-            else
-                entry.version = ++this.requestVersion;
+                continue;
+            }
+            entry.version = ++this.requestVersion;
+            const ttftS = lifecycle.metrics.ttftS;
+            if (!entry.ttftSeen && ttftS !== undefined) {
+                entry.ttftSeen = true;
+                entry.client.ttft.observe(now, ttftS);
+            }
         }
         for (const lifecycle of iteration.finished)
             this.finish(lifecycle, now);
@@ -319,6 +338,11 @@ export class StatsManager implements EngineObserver {
         this.metrics = new MetricStore(this.options.maxWindowValues, this.options.percentileWindowMs);
         if (this.maxModelLen !== undefined)
             this.metrics.setMaxModelLen(this.maxModelLen);
+        this.clients = this.newClientTable();
+        for (const entry of this.inFlight.values()) {
+            entry.client = this.clients.rowFor(entry.lifecycle.client);
+            entry.client.arrive();
+        }
         this.promptTokensWindow.clear();
         this.generationTokensWindow.clear();
         this.finishedWindow.clear();
@@ -356,7 +380,9 @@ export class StatsManager implements EngineObserver {
     private arrive(lifecycle: RequestLifecycle): void {
         if (this.inFlight.has(lifecycle))
             return;
-        const entry: LedgerEntry = {serial: this.serial++, version: 0, lifecycle};
+        const client = this.clients.rowFor(lifecycle.client);
+        const entry: LedgerEntry = {serial: this.serial++, version: 0, lifecycle, client, ttftSeen: false};
+        client.arrive();
         this.totals.arrived++;
         this.inFlight.set(lifecycle, entry);
         this.recent.set(entry.serial, entry);
@@ -365,8 +391,11 @@ export class StatsManager implements EngineObserver {
     }
 
     private finish(lifecycle: RequestLifecycle, now: number): void {
-        if (!this.inFlight.delete(lifecycle) || lifecycle.reason === undefined)
+        const entry = this.inFlight.get(lifecycle);
+        if (entry === undefined || lifecycle.reason === undefined)
             return;
+        this.inFlight.delete(lifecycle);
+        entry.client.finish(lifecycle.reason, lifecycle.promptTokens, lifecycle.generatedTokens);
         this.totals.byReason[lifecycle.reason]++;
         this.totals.finishedPromptTokens += lifecycle.promptTokens;
         this.totals.finishedGenerationTokens += lifecycle.generatedTokens;
@@ -403,8 +432,13 @@ export class StatsManager implements EngineObserver {
             counters: this.counters(),
             gauges: this.gauges(now),
             percentiles: this.metrics.percentiles(now, percentileMaxAgeMs),
-            histograms: this.metrics.histogramViews()
+            histograms: this.metrics.histogramViews(),
+            clients: this.clients.views(now, percentileMaxAgeMs)
         };
+    }
+
+    private newClientTable(): ClientStatsTable {
+        return new ClientStatsTable(this.options.maxClientWindowValues, this.options.percentileWindowMs);
     }
 
     private sample(now: number): void {

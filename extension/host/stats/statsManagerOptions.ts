@@ -22,6 +22,8 @@ export type StatsManagerOptions = {
     percentileWindowMs?: number,
     /** Values kept per metric for the percentiles (the oldest go first). Default 10,000. */
     maxWindowValues?: number,
+    /** TTFTs and ITLs kept per client label for its percentiles (the oldest go first). Default 1000. */
+    maxClientWindowValues?: number,
     /** Time-series points kept. Default 3600 (an hour at 1 s). */
     maxTimeSeriesPoints?: number,
     /** Requests kept for the waterfall. Default 500. */
@@ -43,6 +45,7 @@ export const defaultStatsManagerOptions = {
     throughputWindowMs: 5000,
     percentileWindowMs: 5 * 60_000,
     maxWindowValues: 10_000,
+    maxClientWindowValues: 1000,
     maxTimeSeriesPoints: 3600,
     maxRecentRequests: 500
 } as const;
@@ -60,6 +63,7 @@ export function resolveStatsManagerOptions(options: StatsManagerOptions): Resolv
         throughputWindowMs: options.throughputWindowMs ?? defaultStatsManagerOptions.throughputWindowMs,
         percentileWindowMs: options.percentileWindowMs ?? defaultStatsManagerOptions.percentileWindowMs,
         maxWindowValues: options.maxWindowValues ?? defaultStatsManagerOptions.maxWindowValues,
+        maxClientWindowValues: options.maxClientWindowValues ?? defaultStatsManagerOptions.maxClientWindowValues,
         maxTimeSeriesPoints: options.maxTimeSeriesPoints ?? defaultStatsManagerOptions.maxTimeSeriesPoints,
         maxRecentRequests: options.maxRecentRequests ?? defaultStatsManagerOptions.maxRecentRequests,
         maxModelLen: options.maxModelLen,
@@ -69,7 +73,7 @@ export function resolveStatsManagerOptions(options: StatsManagerOptions): Resolv
     for (const key of positive)
         if (!(resolved[key] > 0) || !Number.isFinite(resolved[key]))
             throw new StatsOptionsError(`${key} must be a positive number, got ${resolved[key]}`);
-    const counts = ["maxWindowValues", "maxTimeSeriesPoints", "maxRecentRequests"] as const;
+    const counts = ["maxWindowValues", "maxClientWindowValues", "maxTimeSeriesPoints", "maxRecentRequests"] as const;
     for (const key of counts)
         if (!Number.isInteger(resolved[key]) || resolved[key] < 1)
             throw new StatsOptionsError(`${key} must be a positive integer, got ${resolved[key]}`);
