@@ -1,14 +1,18 @@
 /** `inference-monitor bench` flags (they mirror vLLM's `benchmark_serving.py`), declared once for parsing and --help. */
 import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
+import {benchEndpoints, normalizeBaseUrl} from "../extension/host/bench/openaiHttpTarget.js";
 import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
-import {parseCommandArgs, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
+import {errorMessage} from "../common/errorMessage.js";
+import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {choiceValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
+/** Read when --api-key is absent, as vLLM's benchmark does. */
+const openAiKeyEnvVar = "OPENAI_API_KEY";
 
 export const benchCommandLine = {
     name: "bench",
-    summary: "vLLM-style serving benchmark on the engine",
+    summary: "vLLM-style serving benchmark on the engine, or on any OpenAI-compatible server (--base-url)",
     options: {
         "model": {type: "string", placeholder: "FILE", description: "GGUF model (default: built-in demo model, --demo-size)"},
         "demo-size": {type: "string", placeholder: "SIZE", description: "tiny | small | medium (default small)"},
@@ -27,14 +31,26 @@ export const benchCommandLine = {
         "in-process": {type: "boolean", description: "run the engine inside this process"},
         "seed": {type: "string", placeholder: "N", description: "sampling and arrival seed (default 0)"},
         "json": {type: "string", placeholder: "FILE", description: "write vLLM's result keys to FILE"},
-        "no-progress": {type: "boolean", description: "no progress bar"}
-    }
+        "no-progress": {type: "boolean", description: "no progress bar"},
+        "base-url": {type: "string", placeholder: "URL",
+            description: "benchmark an OpenAI-compatible server over HTTP instead (e.g. http://127.0.0.1:8719/v1); no engine is started"},
+        "api-key": {type: "string", placeholder: "KEY", description: `with --base-url: send Authorization: Bearer KEY (default $${openAiKeyEnvVar})`},
+        "endpoint": {type: "string", placeholder: "chat|completions", description: "with --base-url: the API to stream from (default completions)"},
+        "model-name": {type: "string", placeholder: "NAME", description: "with --base-url: the request's model (default: the first of GET /v1/models)"}
+    },
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --stats, --stats-interval-ms, " +
+        "--prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
+/** Flags of the local engine, meaningless with --base-url. */
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+/** Flags of the HTTP target, meaningless without --base-url. */
+const httpFlags = ["api-key", "endpoint", "model-name"] as const;
+
 /** The bench options from parsed flags; throws UsageError naming a bad value. `isTty`: whether to draw the progress bar by default. */
-export function benchOptionsFrom(values: BenchValues, isTty: boolean): BenchOptions {
+export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJS.ProcessEnv = process.env): BenchOptions {
     const options: BenchOptions = {
         demoModelSize: choiceValue("demo-size", values["demo-size"], demoSizes, "small"),
         numPrompts: integerValue("num-prompts", values["num-prompts"], 100, 1),
@@ -54,6 +70,30 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean): BenchOpti
     if (values.threads !== undefined) options.threads = integerValue("threads", values.threads, 1, 1);
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 1);
     if (values.json !== undefined) options.jsonPath = values.json;
+    const baseUrl = values["base-url"];
+    if (baseUrl === undefined) {
+        const stray = httpFlags.find((name) => values[name] !== undefined);
+        if (stray !== undefined)
+            throw new UsageError(`--${stray} needs --base-url (it configures the HTTP target)`);
+        return options;
+    }
+    if (values.model !== undefined)
+        throw new UsageError("--model is a GGUF file for the local engine; with --base-url, name the server's model with --model-name");
+    const engineFlag = engineFlags.find((name) => values[name] !== undefined);
+    if (engineFlag !== undefined)
+        throw new UsageError(`--${engineFlag} configures the local engine, which --base-url does not start`);
+    try {
+        normalizeBaseUrl(baseUrl);
+    } catch (error) {
+        throw new UsageError(`--base-url: ${errorMessage(error)}`);
+    }
+    const apiKey = values["api-key"] ?? env[openAiKeyEnvVar];
+    options.http = {
+        baseUrl,
+        endpoint: choiceValue("endpoint", values.endpoint, benchEndpoints, "completions"),
+        ...(apiKey !== undefined && apiKey !== "" ? {apiKey} : {}),
+        ...(values["model-name"] !== undefined ? {modelName: values["model-name"]} : {})
+    };
     return options;
 }
 

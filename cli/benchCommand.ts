@@ -1,6 +1,8 @@
 import fs from "node:fs";
-import {runBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
+import {runBenchmark, runHttpBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
 import {formatBenchTable} from "../extension/host/bench/benchMetrics.js";
+import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
+import {BenchTargetError, type HttpTargetOptions} from "../extension/host/bench/openaiHttpTarget.js";
 import {EngineLoadError} from "../extension/host/engineClient/engineClient.js";
 import {PortInUseError} from "../extension/host/net/listen.js";
 import {benchCommandLine, benchOptionsFrom} from "./benchArgs.js";
@@ -8,12 +10,17 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serverStartFailure} from "./serverStartFailure.js";
 
-/** `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats, 2 on usage errors. */
+/**
+ * `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats (with
+ * --base-url: an unusable server or any failed request), 2 on usage errors.
+ */
 export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
     const commandLine = readCommandLine(benchCommandLine, args, io, (values) => benchOptionsFrom(values, io.isTty));
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
     const {options} = commandLine;
+    if (options.http !== undefined)
+        return await benchHttp(options, options.http, io);
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
         io.stdout(`${formatBenchTable(run.metrics)}\n`);
@@ -51,4 +58,51 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         }
         throw error;
     }
+}
+
+/** `bench --base-url`: the same workload, table and JSON against an OpenAI-compatible server. */
+async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: CliIo): Promise<number> {
+    let run;
+    try {
+        run = await runHttpBenchmark(options, http, {stderr: io.stderr});
+    } catch (error) {
+        if (error instanceof BenchTargetError) {
+            io.stderr(`Could not benchmark ${http.baseUrl}: ${error.message}\n`);
+            return 1;
+        }
+        throw error;
+    }
+    const {metrics, results, target} = run;
+    io.stdout(`${formatBenchTable(metrics)}\n`);
+    io.stdout(`Server: ${target.endpointUrl} · model ${target.model}\n`);
+    const withoutUsage = results.filter((r) => (r.reason === "stop" || r.reason === "length") && !r.usage).length;
+    if (withoutUsage > 0)
+        io.stdout(`${withoutUsage} responses carried no usage: their output tokens are counted as text chunks, their input tokens as 0\n`);
+    const errors = results.flatMap((r) => r.error !== undefined ? [r.error] : []);
+    if (errors.length > 0) {
+        const counts = new Map<string, number>();
+        for (const error of errors)
+            counts.set(error, (counts.get(error) ?? 0) + 1);
+        io.stderr(`${errors.length} of ${results.length} requests failed:\n`);
+        for (const [message, count] of [...counts].slice(0, 5))
+            io.stderr(`  ${count}× ${message}\n`);
+        if (counts.size > 5)
+            io.stderr(`  … and ${counts.size - 5} other errors\n`);
+    }
+    if (options.jsonPath !== undefined) {
+        const json = {
+            ...metrics,
+            base_url: target.baseUrl,
+            endpoint: target.endpoint,
+            model_name: target.model,
+            num_prompts: options.numPrompts,
+            input_len: options.inputLen,
+            output_len: options.outputLen,
+            max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
+            request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",
+            errors
+        };
+        fs.writeFileSync(options.jsonPath, JSON.stringify(json, null, 2) + "\n");
+    }
+    return errors.length > 0 ? 1 : 0;
 }

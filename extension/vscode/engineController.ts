@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import {EngineClient} from "../host/engineClient/engineClient.js";
 import type {EngineInfo} from "../../protocol/engineMessages.js";
+import type {MetricsBody} from "../host/stats/loggers/metricsHttpServer.js";
 import {StatsPipeline} from "../host/stats/statsPipeline.js";
 import type {StatsManager} from "../host/stats/statsManager.js";
 import {rememberModel, type ModelChoice} from "./modelPicker.js";
@@ -24,6 +25,8 @@ export class EngineController implements vscode.Disposable {
     private client: EngineClient | undefined;
     private lastChoice: ModelChoice | undefined;
     private readyAt: number | undefined;
+    /** From a start until an explicit stop or a failed start: restarts and crashes keep it (the API endpoint follows it). */
+    private active = false;
     private readonly pipeline: StatsPipeline;
     private readonly changeEmitter = new vscode.EventEmitter<void>();
     /** Fires when the engine starts, stops, crashes or its info changes. */
@@ -67,9 +70,23 @@ export class EngineController implements vscode.Disposable {
         return this.lastChoice?.label;
     }
 
+    /**
+     * Whether a model is meant to run: true from "Start Model" (loading included) through crashes and
+     * restarts, false after "Stop Model", a cancelled load or a failed start.
+     */
+    get modelActive(): boolean {
+        return this.active;
+    }
+
+    /** Renders the stats' Prometheus exposition, for a server that serves `/metrics` itself (the API endpoint). */
+    async mountMetrics(): Promise<() => Promise<MetricsBody>> {
+        return await this.pipeline.mountMetrics();
+    }
+
     /** Starts the engine on `choice`, replacing a running one. Shows progress; errors become notifications. */
     async start(choice: ModelChoice): Promise<boolean> {
-        await this.stop();
+        this.active = true;
+        await this.stopClient();
         const settings = readSettings();
         this.lastChoice = choice;
         const cacheDir = this.context.globalStorageUri.fsPath;
@@ -119,6 +136,7 @@ export class EngineController implements vscode.Disposable {
         } catch (error) {
             if (this.client === client) {
                 this.client = undefined;
+                this.active = false;
                 await this.updateContextKeys();
                 this.changeEmitter.fire();
             }
@@ -138,6 +156,15 @@ export class EngineController implements vscode.Disposable {
     }
 
     async stop(): Promise<void> {
+        const wasActive = this.active;
+        this.active = false;
+        await this.stopClient();
+        if (wasActive)
+            this.changeEmitter.fire();
+    }
+
+    /** Stops the engine process (or in-process engine) only; `start` uses it to replace a running one. */
+    private async stopClient(): Promise<void> {
         const client = this.client;
         if (client === undefined)
             return;

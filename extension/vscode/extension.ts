@@ -5,6 +5,8 @@
  */
 import path from "node:path";
 import * as vscode from "vscode";
+import {ApiEndpoint} from "./apiEndpoint.js";
+import {copyApiEndpoint, setApiKey} from "./commands/apiEndpointCommands.js";
 import {exportStats} from "./commands/exportStats.js";
 import {runBenchmark} from "./commands/runBenchmark.js";
 import {sendPrompt} from "./commands/sendPrompt.js";
@@ -16,13 +18,16 @@ import {EngineStatusBar} from "./statusBar.js";
 import {errorMessage} from "../../common/errorMessage.js";
 
 let controller: EngineController | undefined;
+let apiEndpoint: ApiEndpoint | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
     const log = vscode.window.createOutputChannel("Inference Monitor", {log: true});
     const engine = new EngineController(context, log);
     controller = engine;
+    const endpoint = new ApiEndpoint(context, engine, log);
+    apiEndpoint = endpoint;
     const panels = new StatsPanelManager(context, engine, log);
-    context.subscriptions.push(log, new EngineStatusBar(engine), panels);
+    context.subscriptions.push(log, new EngineStatusBar(engine, endpoint), panels);
 
     const command = (id: string, run: () => unknown) =>
         context.subscriptions.push(vscode.commands.registerCommand(id, async () => {
@@ -49,9 +54,13 @@ export function activate(context: vscode.ExtensionContext): void {
     command("inferenceMonitor.sendPrompt", () => sendPrompt(engine, log));
     command("inferenceMonitor.runBenchmark", () => runBenchmark(engine, log));
     command("inferenceMonitor.exportStats", () => exportStats(engine, log));
+    command("inferenceMonitor.copyApiEndpoint", () => copyApiEndpoint(endpoint));
+    command("inferenceMonitor.setApiKey", () => setApiKey(endpoint));
 }
 
 export async function deactivate(): Promise<void> {
+    await apiEndpoint?.dispose();
+    apiEndpoint = undefined;
     await controller?.dispose();
     controller = undefined;
 }

@@ -2,6 +2,7 @@ import * as vscode from "vscode";
 import {gpuSettings, type GpuSetting} from "../../protocol/engineOptions.js";
 import {isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
+import {defaultApiPort} from "../host/openai/apiServer.js";
 
 export const configSection = "inferenceMonitor";
 
@@ -16,7 +17,11 @@ export type MonitorSettings = {
     statsIntervalMs: number,
     logIntervalS: number,
     prometheusPort: number,
-    stallThresholdMs: number
+    stallThresholdMs: number,
+    /** Serve the OpenAI-compatible API while a model runs. */
+    serverEnabled: boolean,
+    /** Its port on 127.0.0.1 (1..65535). */
+    serverPort: number
 };
 
 export function readSettings(): MonitorSettings {
@@ -33,8 +38,14 @@ export function readSettings(): MonitorSettings {
         statsIntervalMs: Math.max(0, Math.floor(config.get<number>("statsIntervalMs", 1000))),
         logIntervalS: Math.max(0, config.get<number>("logIntervalS", 10)),
         prometheusPort: Math.min(65535, Math.max(0, Math.floor(config.get<number>("prometheusPort", 0)))),
-        stallThresholdMs: Math.max(100, Math.floor(config.get<number>("stallThresholdMs", 1000)))
+        stallThresholdMs: Math.max(100, Math.floor(config.get<number>("stallThresholdMs", 1000))),
+        serverEnabled: config.get<boolean>("server.enabled", true) !== false,
+        serverPort: validPort(config.get<number>("server.port", defaultApiPort)) ?? defaultApiPort
     };
+}
+
+function validPort(value: unknown): number | undefined {
+    return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= 65535 ? value : undefined;
 }
 
 /** Engine options from the settings, for a given model (undefined = built-in demo model). */

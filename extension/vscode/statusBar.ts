@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import type {StatsDelta} from "../../protocol/statsView.js";
 import {formatDuration, formatTokensPerS} from "../../common/format.js";
+import type {ApiEndpoint} from "./apiEndpoint.js";
 import type {EngineController} from "./engineController.js";
 
 type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number};
@@ -8,24 +9,27 @@ type Shown = {state: string, tokensPerS: number, running: number, msSinceLastSte
 /**
  * `$(pulse) 42.1 tok/s · 2 running` while an engine is up; stalled and crashed in the theme's
  * warning/error colours. Clicking opens the stats panel. Subscribes to StatsManager deltas at 2 Hz
- * only while an engine exists.
+ * only while an engine exists. The tooltip names the OpenAI-compatible endpoint while it serves.
  */
 export class EngineStatusBar implements vscode.Disposable {
     private readonly item = vscode.window.createStatusBarItem("inferenceMonitor.status", vscode.StatusBarAlignment.Left, 50);
     private unsubscribe: (() => void) | undefined;
     private shown: Shown = {state: "stopped", tokensPerS: 0, running: 0, msSinceLastStep: 0};
-    private readonly subscription: vscode.Disposable;
+    private readonly subscriptions: vscode.Disposable[];
 
-    constructor(private readonly controller: EngineController) {
+    constructor(private readonly controller: EngineController, private readonly endpoint?: ApiEndpoint) {
         this.item.name = "Inference Monitor";
         this.item.command = "inferenceMonitor.showStats";
-        this.subscription = controller.onDidChange(() => this.follow());
+        this.subscriptions = [controller.onDidChange(() => this.follow())];
+        if (endpoint !== undefined)
+            this.subscriptions.push(endpoint.onDidChange(() => this.render()));
         this.follow();
     }
 
     dispose(): void {
         this.unsubscribe?.();
-        this.subscription.dispose();
+        for (const subscription of this.subscriptions)
+            subscription.dispose();
         this.item.dispose();
     }
 
@@ -78,7 +82,9 @@ export class EngineStatusBar implements vscode.Disposable {
             text = "$(debug-stop) engine stopped";
         this.item.text = text;
         this.item.backgroundColor = background;
-        this.item.tooltip = `Inference Monitor: ${model ?? "no model"} — ${state}. Click to open the stats panel.`;
+        const apiUrl = this.endpoint?.baseUrl;
+        this.item.tooltip = `Inference Monitor: ${model ?? "no model"} — ${state}. Click to open the stats panel.` +
+            (apiUrl !== undefined ? `\nOpenAI API: ${apiUrl}` : "");
         this.item.show();
     }
 }

@@ -2,15 +2,20 @@
  * The user story, end to end, in a real VS Code (code-server) from the packaged VSIX: set
  * `inferenceMonitor.modelPath` to a generated model, "Start Model", "Send Prompt…", "Run Benchmark…",
  * "Show Stats Panel", and check the panel's tiles show non-zero throughput and completed requests and
- * that its charts are drawn. Saves a screenshot of the panel for humans.
+ * that its charts are drawn. Saves a screenshot of the panel for humans. On the way, the OpenAI-compatible
+ * endpoint (`inferenceMonitor.server.port`): `/v1/models` and a chat completion from the `openai` client
+ * counted in the panel, `/metrics` there, "Copy API Endpoint", "Set API Key…", and a busy port reported
+ * when the setting changes live.
  *
  * Skips on a developer machine without code-server / Chromium (`bash .ci/install-e2e.sh`); fails in CI.
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import {after, before, describe, it} from "node:test";
+import OpenAI from "openai";
 import type {FrameLocator, Page} from "playwright-core";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
@@ -39,6 +44,32 @@ async function waitForTile(frame: FrameLocator, metric: string, predicate: (valu
     throw new Error(`tile ${metric} never satisfied the check (last value ${value})`);
 }
 
+/** A port nobody listens on now (the OS's pick, released again), or a server holding one when `keep`. */
+async function freePort(): Promise<number>;
+async function freePort(keep: true): Promise<{port: number, server: net.Server}>;
+async function freePort(keep?: true): Promise<number | {port: number, server: net.Server}> {
+    const server = net.createServer();
+    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    if (keep === true)
+        return {port, server};
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+}
+
+/** Polls `url` until it answers `status` (a fetch that fails counts as status 0). */
+async function waitForStatus(url: string, status: number, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = -1;
+    while (Date.now() < deadline) {
+        last = await fetch(url).then((response) => response.status, () => 0);
+        if (last === status)
+            return;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`${url} never answered ${status} (last ${last})`);
+}
+
 /** Non-background pixels in a canvas: a drawn chart has many. */
 async function drawnPixels(frame: FrameLocator, chart: string): Promise<number> {
     return await frame.locator(`canvas[data-chart="${chart}"]`).evaluate((canvas: HTMLCanvasElement) => {
@@ -63,6 +94,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
     let browser: BrowserSession | undefined;
     let page: Page;
     let modelPath: string;
+    let apiPort: number;
+    const apiBase = () => `http://127.0.0.1:${apiPort}/v1`;
 
     async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
         try {
@@ -76,11 +109,12 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
     before(async () => {
         assertE2EPrerequisites();
         modelPath = await ensureDemoModel({size: "tiny", cacheDir: testCacheDir});
+        apiPort = await freePort();
         const workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-ws-"));
         server = await startCodeServer({
             vsixPath: ensureVsix(),
             workspaceDir,
-            settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2}
+            settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort}
         });
         browser = await launchBrowser({viewport: {width: 1600, height: 1000}});
         page = browser.page;
@@ -97,6 +131,103 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             await runCommand(page, "Inference Monitor: Start Model…");
             // The status bar item appears once the engine is ready; the panel opens beside.
             await page.locator(".statusbar-item", {hasText: /tok\/s · \d+ running/}).first().waitFor({state: "visible", timeout: 120_000});
+        });
+    });
+
+    it("serves the model over the OpenAI-compatible API on inferenceMonitor.server.port; the panel counts its requests", async () => {
+        await step("api", async () => {
+            await runCommand(page, "Inference Monitor: Show Stats Panel");
+            const frame = webviewFrame(page);
+            await frame.locator('[data-metric="completed"]').first().waitFor({state: "visible", timeout: 30_000});
+            const before = await waitForTile(frame, "completed", (value) => Number.isFinite(value));
+
+            const models = await fetch(`${apiBase()}/models`);
+            assert.equal(models.status, 200);
+            const list = await models.json() as {data: Array<{id: string}>};
+            assert.deepEqual(list.data.map((model) => model.id), [path.basename(modelPath, ".gguf")]);
+
+            const openai = new OpenAI({baseURL: apiBase(), apiKey: "none", maxRetries: 0, timeout: 60_000});
+            const completion = await openai.chat.completions.create({
+                model: list.data[0]!.id, messages: [{role: "user", content: "Say hello"}], max_tokens: 12, temperature: 0
+            });
+            assert.ok((completion.usage?.completion_tokens ?? 0) > 0, `generated tokens: ${JSON.stringify(completion.usage)}`);
+            const after = await waitForTile(frame, "completed", (value) => value >= before + 1, 30_000);
+            assert.equal(after, before + 1, "the panel counted the API request");
+            await frame.locator('[data-client="openai-js"]').first().waitFor({state: "attached", timeout: 15_000});
+
+            const metrics = await fetch(`http://127.0.0.1:${apiPort}/metrics`);
+            assert.equal(metrics.status, 200);
+            assert.match(await metrics.text(), /^vllm:request_success_total\{[^}]*\} [1-9]/m);
+            assert.equal((await fetch(`http://127.0.0.1:${apiPort}/`)).status, 404, "no dashboard in VS Code (the panel is the UI)");
+
+            // The status bar item's tooltip names the endpoint.
+            await page.locator(".statusbar-item", {hasText: /tok\/s · \d+ running/}).first().hover();
+            await page.locator(".workbench-hover, .monaco-hover", {hasText: `OpenAI API: ${apiBase()}`}).first().waitFor({state: "visible", timeout: 10_000});
+            await page.mouse.move(150, 500);
+        });
+    });
+
+    it("copies the endpoint from the Command Palette", async () => {
+        await step("copyApiEndpoint", async () => {
+            await browser!.context.grantPermissions(["clipboard-read", "clipboard-write"], {origin: new URL(server!.url).origin});
+            await runCommand(page, "Inference Monitor: Copy API Endpoint");
+            const text = await waitForNotification(page, /copied http:\/\/127\.0\.0\.1:\d+\/v1/);
+            assert.ok(text.includes(`copied ${apiBase()} `), text);
+            const clipboard = await page.evaluate(() => navigator.clipboard.readText());
+            assert.equal(clipboard, apiBase());
+        });
+    });
+
+    it("requires the key set with Set API Key…, and accepts any again once it is removed", async () => {
+        await step("setApiKey", async () => {
+            await runCommand(page, "Inference Monitor: Set API Key…");
+            await answerInputBox(page, "e2e-secret-key");
+            await waitForNotification(page, /API key set/);
+            assert.equal((await fetch(`${apiBase()}/models`)).status, 401, "no key: 401");
+            const withKey = await fetch(`${apiBase()}/models`, {headers: {Authorization: "Bearer e2e-secret-key"}});
+            assert.equal(withKey.status, 200, "the key: 200");
+            await runCommand(page, "Inference Monitor: Set API Key…");
+            await answerInputBox(page, "");
+            await waitForNotification(page, /API key removed/);
+            assert.equal((await fetch(`${apiBase()}/models`)).status, 200, "no key needed again");
+        });
+    });
+
+    /** Changes a user setting the way a user does: settings.json in an editor, replaced (pasted) and saved. */
+    async function setUserSetting(key: string, value: unknown): Promise<void> {
+        const settingsFile = path.join(server!.userDataDir, "User", "settings.json");
+        const settings = {...JSON.parse(fs.readFileSync(settingsFile, "utf8")) as Record<string, unknown>, [key]: value};
+        await runCommand(page, "Preferences: Open User Settings (JSON)");
+        await page.locator('.tabs-container .tab[aria-label^="settings.json"]').first().waitFor({state: "visible", timeout: 15_000});
+        await page.locator(".editor-instance .view-lines").first().click();
+        await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify(settings, null, 4));
+        await page.keyboard.press("Control+A");
+        await page.keyboard.press("Control+V");
+        await page.keyboard.press("Control+S");
+        const deadline = Date.now() + 10_000;
+        while ((JSON.parse(fs.readFileSync(settingsFile, "utf8")) as Record<string, unknown>)[key] !== value) {
+            if (Date.now() > deadline)
+                throw new Error(`settings.json did not get ${key} = ${JSON.stringify(value)}`);
+            await page.waitForTimeout(100);
+        }
+        await runCommand(page, "View: Close Editor");
+        await page.waitForTimeout(1_000); // the stats panel, active again, takes the focus: let it settle before the next palette
+    }
+
+    it("follows inferenceMonitor.server.port live; a busy port is an error naming the port and the setting", async () => {
+        await step("busyPort", async () => {
+            const busy = await freePort(true);
+            try {
+                await setUserSetting("inferenceMonitor.server.port", busy.port);
+                const text = await waitForNotification(page, new RegExp(`port ${busy.port} is already in use`));
+                assert.match(text, /inferenceMonitor\.server\.port/);
+                await waitForStatus(`${apiBase()}/models`, 0); // the old port is closed, no other one taken
+            } finally {
+                await new Promise((resolve) => busy.server.close(resolve));
+            }
+            await setUserSetting("inferenceMonitor.server.port", apiPort);
+            await waitForStatus(`${apiBase()}/models`, 200);
+            await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000});
         });
     });
 
@@ -138,8 +269,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
     });
 
     async function checkPanel(frame: FrameLocator): Promise<void> {
-        const completed = await waitForTile(frame, "completed", (value) => value >= 21);
-        assert.ok(completed >= 21, "the prompt and the 20 benchmark requests completed");
+        const completed = await waitForTile(frame, "completed", (value) => value >= 22);
+        assert.ok(completed >= 22, "the API request, the prompt and the 20 benchmark requests completed");
         assert.ok(await tileValue(frame, "median_ttft_ms") > 0);
         assert.ok(await tileValue(frame, "median_itl_ms") > 0);
         for (const chart of ["throughput", "latency", "requests", "cache", "histograms", "timeline"])

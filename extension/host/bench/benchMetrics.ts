@@ -1,6 +1,11 @@
 import type {RequestResult} from "../engineClient/requestState.js";
 import {percentile} from "../stats/percentiles.js";
 
+/**
+ * What the metrics read of one request: a RequestResult (the engine over IPC) or the HTTP client's own
+ * record (openaiHttpTarget.ts). Times in ms on one clock; `deliveries` = chunks received with text.
+ */
+export type BenchResult = Pick<RequestResult, "reason" | "arrival" | "lastDelivered" | "promptTokens" | "generatedTokens" | "deliveries">;
 
 /** vLLM's `--save-result` keys, measured client-side as vLLM's serving benchmark does. */
 export type BenchMetrics = {
@@ -28,7 +33,7 @@ function mean(values: readonly number[]): number {
  * TTFT) / (output − 1) for requests with more than one token; e2el = last chunk − send. A request
  * counts as completed when it ended with `stop` or `length`.
  */
-export function computeBenchMetrics(results: readonly RequestResult[], durationS: number): BenchMetrics {
+export function computeBenchMetrics(results: readonly BenchResult[], durationS: number): BenchMetrics {
     const ok = results.filter((r) => r.reason === "stop" || r.reason === "length");
     const ttfts: number[] = [];
     const tpots: number[] = [];

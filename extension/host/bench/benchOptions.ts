@@ -1,5 +1,6 @@
 import type {DemoModelSize} from "../../../engine/model/demoModel.js";
 import type {EngineMode} from "../engineClient/engineClient.js";
+import type {HttpTargetOptions} from "./openaiHttpTarget.js";
 
 /** `inference-monitor bench` options (cli/benchArgs.ts reads them from flags that mirror vLLM's `benchmark_serving.py`). */
 export type BenchOptions = {
@@ -24,5 +25,7 @@ export type BenchOptions = {
     seed: number,
     jsonPath?: string,
     /** Print the progress bar (default: when stderr is a TTY). */
-    progress: boolean
+    progress: boolean,
+    /** Benchmark this OpenAI-compatible server over HTTP instead of starting an engine (`--base-url`); the engine fields go unused. */
+    http?: HttpTargetOptions
 };

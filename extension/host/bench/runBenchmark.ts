@@ -3,10 +3,11 @@ import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {StatsSession} from "../stats/statsSession.js";
-import {computeBenchMetrics, type BenchMetrics} from "./benchMetrics.js";
+import {computeBenchMetrics, type BenchMetrics, type BenchResult} from "./benchMetrics.js";
 import type {BenchOptions} from "./benchOptions.js";
+import {OpenAiHttpTarget, type HttpRequestResult, type HttpTargetOptions} from "./openaiHttpTarget.js";
 import {ProgressBar} from "./progressBar.js";
-import {makePrompt, nextArrivalGapS} from "./workload.js";
+import {benchTemperature, makePrompt, nextArrivalGapS, type BenchTarget} from "./workload.js";
 
 export type StatsAgreement = {ok: boolean, detail: string};
 
@@ -40,9 +41,7 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     try {
         if (options.stats)
             session = await io.createStatsSession(client, options);
-        const progress = options.progress ? new ProgressBar(options.numPrompts, io.stderr) : undefined;
-        const {results, durationS} = await runWorkload(client, options, (done) => progress?.update(done));
-        progress?.finish();
+        const {results, durationS} = await runWithProgress(engineTarget(client), options, io);
         const metrics = computeBenchMetrics(results, durationS);
         const run: BenchRun = {metrics, results, info};
         if (session !== undefined)
@@ -54,22 +53,62 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     }
 }
 
+export type HttpBenchRun = {metrics: BenchMetrics, results: HttpRequestResult[], target: OpenAiHttpTarget};
+
+/**
+ * The same benchmark against an OpenAI-compatible server over HTTP (`bench --base-url`): no engine is
+ * started; the server's stats are its own business. Throws BenchTargetError when the server cannot be
+ * used at all (unreachable, no model list); failed requests are counted, their messages in `results`.
+ */
+export async function runHttpBenchmark(options: BenchOptions, http: HttpTargetOptions,
+                                       io: Pick<BenchIo, "stderr">): Promise<HttpBenchRun> {
+    const target = await OpenAiHttpTarget.connect(http);
+    const {results, durationS} = await runWithProgress(target, options, io);
+    return {metrics: computeBenchMetrics(results, durationS), results, target};
+}
+
+async function runWithProgress<Result extends BenchResult>(target: BenchTarget<Result>, options: BenchOptions,
+                                                           io: Pick<BenchIo, "stderr">): Promise<WorkloadRun<Result>> {
+    const progress = options.progress ? new ProgressBar(options.numPrompts, io.stderr) : undefined;
+    const run = await runWorkloadOn(target, options, (done) => progress?.update(done));
+    progress?.finish();
+    return run;
+}
+
+/** A workload's results in sending order, and its wall time from the first send to the last finish. */
+export type WorkloadRun<Result extends BenchResult> = {results: Result[], durationS: number};
+
 /** What a workload sends: vLLM's random dataset shape. */
 export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed">;
 
+/** The engine over IPC as a benchmark target; requests are labelled `bench`. */
+export function engineTarget(client: EngineClient): BenchTarget<RequestResult> {
+    return {send: (request) => client.generate({...request, ignoreEos: true, client: "bench"})};
+}
+
 /**
- * Sends a workload to a started engine: seeded prompts, Poisson arrivals (or all at once), at most
- * `maxConcurrency` in flight, exact output lengths (ignoreEos). Used by the CLI bench and by the
+ * Sends a workload to a started engine (see runWorkloadOn). Used by the CLI bench and by the
  * extension's "Run Benchmark…" (which runs it against the engine the panel is watching).
  */
 export async function runWorkload(client: EngineClient, workload: Workload, onProgress?: (done: number) => void,
-                                  signal?: AbortSignal): Promise<{results: RequestResult[], durationS: number}> {
+                                  signal?: AbortSignal): Promise<WorkloadRun<RequestResult>> {
+    return await runWorkloadOn(engineTarget(client), workload, onProgress, signal);
+}
+
+/**
+ * Sends a workload to a target, the scheduling loop of vLLM's `benchmark_serving.py`: seeded prompts,
+ * Poisson arrivals (or all at once), at most `maxConcurrency` in flight, exact output lengths
+ * (ignore_eos), request i seeded `seed + i`. Results in sending order.
+ */
+export async function runWorkloadOn<Result extends BenchResult>(
+    target: BenchTarget<Result>, workload: Workload, onProgress?: (done: number) => void, signal?: AbortSignal
+): Promise<WorkloadRun<Result>> {
     const rng = new Xoshiro128(workload.seed);
     const prompts = Array.from({length: workload.numPrompts}, () => makePrompt(rng, workload.inputLen));
     let done = 0;
     let inFlight = 0;
     let slotFreed: (() => void) | undefined;
-    const pending: Array<Promise<RequestResult>> = [];
+    const pending: Array<Promise<Result>> = [];
     const handles: Array<{cancel(): void}> = [];
     signal?.addEventListener("abort", () => handles.forEach((h) => h.cancel()), {once: true});
     const aborted = () => signal?.aborted === true;
@@ -85,7 +124,8 @@ export async function runWorkload(client: EngineClient, workload: Workload, onPr
         if (aborted())
             break;
         inFlight++;
-        const handle = client.generate({prompt: prompts[i]!, maxTokens: workload.outputLen, ignoreEos: true, seed: workload.seed + i, client: "bench"});
+        const handle = target.send({prompt: prompts[i]!, maxTokens: workload.outputLen, seed: workload.seed + i,
+            temperature: benchTemperature});
         handles.push(handle);
         pending.push(handle.done.then((result) => {
             inFlight--;

@@ -1,4 +1,23 @@
 import {Xoshiro128, nextUnit} from "../../../common/seededRandom.js";
+import type {BenchResult} from "./benchMetrics.js";
+
+/**
+ * The sampling temperature of every benchmark request: the engine's default, sent explicitly so that a
+ * server with another default (vLLM 1.0) samples the same way.
+ */
+export const benchTemperature = 0.8;
+
+/** One benchmark request, whichever target it goes to. Always exactly `maxTokens` tokens (ignore_eos). */
+export type BenchRequest = {prompt: string, maxTokens: number, seed: number, temperature: number};
+
+/**
+ * Where a workload's requests go: the engine over IPC (`engineTarget` in runBenchmark.ts) or an
+ * OpenAI-compatible server over HTTP (`OpenAiHttpTarget`). `done` never rejects: a failure is a result
+ * with reason `error` (or `abort` after `cancel`).
+ */
+export interface BenchTarget<Result extends BenchResult> {
+    send(request: BenchRequest): {done: Promise<Result>, cancel(): void}
+}
 
 const words = [
     "the", "a", "little", "girl", "boy", "dog", "cat", "sun", "tree", "house", "ran", "saw", "happy", "big", "small",

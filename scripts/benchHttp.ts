@@ -1,0 +1,172 @@
+/**
+ * `npm run bench:http -- [--pairs N] [--json FILE]`
+ *
+ * What the OpenAI-compatible HTTP layer costs: the same serving benchmark (48 prompts, 64 in / 64 out,
+ * max concurrency 4, the demo `small` model, 1 thread, 4 sequences) through IPC (`runBenchmark`: this
+ * process hosts the EngineClient, the engine runs in its child process) and through our /v1 endpoint
+ * (`bench --base-url` from this process against `inference-monitor serve`, a separate process with its
+ * own engine child, as a user runs it), as interleaved pairs, so machine noise hits both alike.
+ *
+ * Fair by construction: every run gets a fresh engine (a new engine process, loaded before the clock
+ * starts), the same engine options, stats on in the host on both sides (serve always runs its stats
+ * pipeline; the IPC run attaches one), no log lines and no /metrics scrapes during the run. The HTTP
+ * side pays for the extra process hop, JSON/SSE encoding and parsing: that is what is measured.
+ * Each HTTP run's output tokens are checked against the server's `vllm:generation_tokens_total`.
+ * Prints per-pair numbers and the medians: output throughput HTTP/IPC and median TTFT HTTP − IPC (ms).
+ * A benchmark, not a test.
+ */
+import {spawn} from "node:child_process";
+import fs from "node:fs";
+import {parseArgs} from "node:util";
+import {parseBenchArgs} from "../cli/benchArgs.js";
+import {bundledEntryPath} from "../engine/bundlePaths.js";
+import {ensureDemoModel, isDemoModelSize} from "../engine/model/demoModel.js";
+import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
+import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
+import {percentile} from "../extension/host/stats/percentiles.js";
+import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+
+const {values} = parseArgs({options: {
+    "pairs": {type: "string", default: "5"},
+    "num-prompts": {type: "string", default: "48"},
+    "input-len": {type: "string", default: "64"},
+    "output-len": {type: "string", default: "64"},
+    "max-concurrency": {type: "string", default: "4"},
+    "demo-size": {type: "string", default: "small"},
+    "json": {type: "string"}
+}, strict: true});
+
+const engine = {threads: "1", parallel: "4"};
+const workload = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
+    "--max-concurrency", values["max-concurrency"], "--no-progress"];
+const expectedOutputTokens = Number(values["num-prompts"]) * Number(values["output-len"]);
+
+function check(side: string, metrics: BenchMetrics): void {
+    if (metrics.failed > 0 || metrics.total_output_tokens !== expectedOutputTokens)
+        throw new Error(`${side}: ${metrics.failed} failed, ${metrics.total_output_tokens} output tokens (expected ${expectedOutputTokens})`);
+}
+
+async function ipcRun(modelPath: string): Promise<BenchMetrics> {
+    const options = parseBenchArgs(["--model", modelPath, "--threads", engine.threads, "--parallel", engine.parallel, "--stats", "on", ...workload], false);
+    const run = await runBenchmark(options, {
+        stderr: () => undefined,
+        createStatsSession: async (client) => {
+            const pipeline = await StatsPipeline.create({writeLogLine: () => undefined, logIntervalS: 3600});
+            pipeline.attach(client);
+            return pipeline;
+        }
+    });
+    if (run.statsAgreement !== undefined && !run.statsAgreement.ok)
+        throw new Error(run.statsAgreement.detail);
+    return run.metrics;
+}
+
+/** Starts `inference-monitor serve` on a free port and resolves once its model is ready. */
+async function startServer(modelPath: string): Promise<{baseUrl: string, stop: () => Promise<void>}> {
+    const child = spawn(process.execPath, [bundledEntryPath("cli.js"), "serve", "--model", modelPath, "--port", "0", "--threads", engine.threads,
+        "--parallel", engine.parallel, "--log-interval", "3600"], {stdio: ["ignore", "pipe", "pipe"]});
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+        stderr += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const baseUrl = await new Promise<string>((resolve, reject) => {
+        let stdout = "";
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+            stdout += chunk;
+            const url = /OpenAI-compatible API: (http:\S+\/v1)/.exec(stdout)?.[1];
+            if (url !== undefined && stdout.includes("Ready:"))
+                resolve(url);
+        });
+        void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+    });
+    return {baseUrl, stop: async () => {
+        child.kill("SIGINT");
+        await exited;
+    }};
+}
+
+async function generationTokensTotal(baseUrl: string): Promise<number> {
+    const text = await (await fetch(`${baseUrl.replace(/\/v1$/, "")}/metrics`)).text();
+    const match = /^vllm:generation_tokens_total\{[^}]*\} (\d+)$/m.exec(text);
+    if (match === null)
+        throw new Error("no vllm:generation_tokens_total in /metrics");
+    return Number(match[1]);
+}
+
+async function httpRun(modelPath: string): Promise<BenchMetrics> {
+    const server = await startServer(modelPath);
+    try {
+        const options = parseBenchArgs(["--base-url", server.baseUrl, ...workload], false);
+        const run = await runHttpBenchmark(options, options.http!, {stderr: () => undefined});
+        const served = await generationTokensTotal(server.baseUrl);
+        if (served !== run.metrics.total_output_tokens)
+            throw new Error(`the server counted ${served} generated tokens, the client ${run.metrics.total_output_tokens}`);
+        return run.metrics;
+    } finally {
+        await server.stop();
+    }
+}
+
+type Pair = {ipc: BenchMetrics, http: BenchMetrics};
+
+function row(pair: Pair): Record<string, number> {
+    return {
+        ipc_output_throughput: pair.ipc.output_throughput, http_output_throughput: pair.http.output_throughput,
+        throughput_ratio: pair.http.output_throughput / pair.ipc.output_throughput,
+        ipc_median_ttft_ms: pair.ipc.median_ttft_ms, http_median_ttft_ms: pair.http.median_ttft_ms,
+        ttft_diff_ms: pair.http.median_ttft_ms - pair.ipc.median_ttft_ms,
+        ipc_median_itl_ms: pair.ipc.median_itl_ms, http_median_itl_ms: pair.http.median_itl_ms,
+        ipc_median_e2el_ms: pair.ipc.median_e2el_ms, http_median_e2el_ms: pair.http.median_e2el_ms
+    };
+}
+
+async function main(): Promise<void> {
+    const pairs = Number(values.pairs);
+    const size = values["demo-size"];
+    if (!isDemoModelSize(size))
+        throw new Error(`--demo-size: unknown size ${size}`);
+    const modelPath = await ensureDemoModel({size});
+    console.log(`workload: ${values["num-prompts"]} prompts, input ${values["input-len"]}, output ${values["output-len"]}, ` +
+        `max concurrency ${values["max-concurrency"]}; demo ${values["demo-size"]}, ${engine.threads} thread, ${engine.parallel} sequences; ` +
+        "a fresh engine per run, stats on both sides");
+    // Warm-up (page cache, JIT), not counted.
+    check("warm-up ipc", await ipcRun(modelPath));
+    check("warm-up http", await httpRun(modelPath));
+    const rows: Array<Record<string, number>> = [];
+    for (let i = 0; i < pairs; i++) {
+        // Alternate which goes first so drift does not favour one side.
+        const pair: Pair = i % 2 === 0
+            ? {ipc: await ipcRun(modelPath), http: await httpRun(modelPath)}
+            : await (async () => {
+                const http = await httpRun(modelPath);
+                return {ipc: await ipcRun(modelPath), http};
+            })();
+        check("ipc", pair.ipc);
+        check("http", pair.http);
+        const r = row(pair);
+        rows.push(r);
+        console.log(`pair ${i + 1}/${pairs} (${i % 2 === 0 ? "IPC first" : "HTTP first"}): output tok/s IPC ${r.ipc_output_throughput!.toFixed(1)} ` +
+            `HTTP ${r.http_output_throughput!.toFixed(1)} (ratio ${r.throughput_ratio!.toFixed(3)}) · median TTFT IPC ${r.ipc_median_ttft_ms!.toFixed(1)} ms ` +
+            `HTTP ${r.http_median_ttft_ms!.toFixed(1)} ms (diff ${r.ttft_diff_ms!.toFixed(1)} ms) · median ITL IPC ${r.ipc_median_itl_ms!.toFixed(2)} ms ` +
+            `HTTP ${r.http_median_itl_ms!.toFixed(2)} ms`);
+    }
+    const median = (key: string): number => percentile(rows.map((r) => r[key]!), 50);
+    const summary = {
+        median_output_throughput_ratio_http_ipc: median("throughput_ratio"),
+        median_ttft_diff_ms_http_minus_ipc: median("ttft_diff_ms"),
+        median_ipc_output_throughput: median("ipc_output_throughput"),
+        median_http_output_throughput: median("http_output_throughput")
+    };
+    console.log(`medians over ${pairs} pairs: output throughput HTTP/IPC ${summary.median_output_throughput_ratio_http_ipc.toFixed(3)} ` +
+        `(IPC ${summary.median_ipc_output_throughput.toFixed(1)} tok/s, HTTP ${summary.median_http_output_throughput.toFixed(1)} tok/s), ` +
+        `median TTFT HTTP − IPC ${summary.median_ttft_diff_ms_http_minus_ipc.toFixed(1)} ms`);
+    if (values.json !== undefined)
+        fs.writeFileSync(values.json, JSON.stringify({pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"],
+            outputLen: values["output-len"], maxConcurrency: values["max-concurrency"], model: values["demo-size"], ...engine}, ...summary, rows}, null, 2) + "\n");
+}
+
+main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+});
