@@ -252,10 +252,12 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         await step("benchmark", async () => {
             await runCommand(page, "Inference Monitor: Run Benchmark…");
             await pickQuickPickItem(page, "Quick");
-            // "Run Benchmark…" opens the panel: its throughput tile goes up while the requests run.
-            const throughput = await waitForTile(webviewFrame(page), "output_throughput", (value) => value > 0, 120_000);
-            assert.ok(throughput > 0, `output throughput ${throughput}`);
+            // "Run Benchmark…" opens the panel, which fills with the benchmark's requests. (The Quick run can end
+            // in about a second, before the panel has loaded, so the rate tiles may already be back at 0: read
+            // the completed count, which holds. Idle rate tiles showing the last active rate is issue I.)
             await waitForNotification(page, /Benchmark done: 20 requests/, {timeoutMs: 180_000});
+            const completed = await waitForTile(webviewFrame(page), "completed", (value) => value >= 20, 60_000);
+            assert.ok(completed >= 20, `completed ${completed}`);
         });
     });
 
