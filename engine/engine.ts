@@ -35,6 +35,8 @@ type ActiveRequest = {
     /** Prompt + maxTokens: what this request may hold in the KV cache. */
     kvBudget: number,
     slot: Slot | undefined,
+    /** Leading tokens of the input already in the slot's KV cache when it started (prefix caching). */
+    cachedTokens: number,
     scheduledOnce: boolean,
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
@@ -72,7 +74,8 @@ export class Engine {
         private readonly loaded: LoadedModel,
         private readonly sink: EngineSink,
         private readonly stats: StatsAgent | undefined,
-        private readonly allowDebugRequests: boolean
+        private readonly allowDebugRequests: boolean,
+        private readonly prefixCache: boolean
     ) {
         this.kvCapacity = loaded.context.contextSize;
         this.slots = Array.from(
@@ -99,7 +102,7 @@ export class Engine {
         const stats = statsIntervalMs > 0 && options.statsChannel !== undefined
             ? new StatsAgent(options.statsChannel, statsIntervalMs)
             : undefined;
-        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false);
+        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache);
         const info: EngineInfo = {...loaded.info, statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
             stats.setVram(info.vramUsedBytes, info.vramTotalBytes);
@@ -171,6 +174,7 @@ export class Engine {
             generated: [],
             kvBudget: 0,
             slot: undefined,
+            cachedTokens: 0,
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
@@ -225,7 +229,7 @@ export class Engine {
             const next = this.queue.peek();
             if (next === undefined)
                 break;
-            const free = this.slots.find((slot) => slot.request === undefined);
+            const free = this.pickSlot(next);
             if (free !== undefined && this.kvReserved + next.kvBudget <= this.kvCapacity) {
                 this.queue.shift();
                 this.start(next, free);
@@ -235,6 +239,28 @@ export class Engine {
             break;
         }
         this.updateQueueCounters();
+    }
+
+    /**
+     * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
+     * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer).
+     */
+    private pickSlot(request: ActiveRequest): Slot | undefined {
+        let best: Slot | undefined;
+        let bestShared = -1;
+        const input = inputTokens(request);
+        for (const slot of this.slots) {
+            if (slot.request !== undefined)
+                continue;
+            if (!this.prefixCache)
+                return slot;
+            const shared = slot.sequence.compareContextTokens(input).firstDifferentIndex;
+            if (shared > bestShared || (shared === bestShared && best !== undefined && slot.sequence.nextTokenIndex < best.sequence.nextTokenIndex)) {
+                best = slot;
+                bestShared = shared;
+            }
+        }
+        return best;
     }
 
     /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */
@@ -257,13 +283,17 @@ export class Engine {
     private start(request: ActiveRequest, slot: Slot): void {
         slot.request = request;
         request.slot = slot;
+        // At least the last input token is evaluated again: its logits give the first new token.
+        request.cachedTokens = this.prefixCache
+            ? Math.min(slot.sequence.compareContextTokens(inputTokens(request)).firstDifferentIndex, inputTokens(request).length - 1)
+            : 0;
         this.kvReserved += request.kvBudget;
         if (this.runningCount === 1)
             this.stats?.counters.restartStepClock(Date.now());
         this.updateQueueCounters();
         if (!request.scheduledOnce) {
             request.scheduledOnce = true;
-            this.emit({kind: "scheduled", id: request.id, t: nowMs()});
+            this.emit({kind: "scheduled", id: request.id, t: nowMs(), cachedTokens: request.cachedTokens});
         }
         void this.run(request, slot);
     }
@@ -271,17 +301,20 @@ export class Engine {
     private async run(request: ActiveRequest, slot: Slot): Promise<void> {
         if (request.debugBlockMs > 0)
             busyBlock(request.debugBlockMs);
-        // After a preemption the request is recomputed: prompt plus what it had generated.
-        const input = request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
+        const input = inputTokens(request);
+        const reused = request.cachedTokens;
         let reason: FinishReason | undefined;
         let error: string | undefined;
         let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
         let member = false;
         try {
+            // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
+            if (slot.sequence.nextTokenIndex > reused)
+                await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
             await this.barrier.nextStep(); // prefill in the same batch as the running requests' next decodes
             if (request.stop === undefined) {
-                const tokens = slot.sequence.evaluate(input, {
+                const tokens = slot.sequence.evaluate(reused === 0 ? input : input.slice(reused), {
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
@@ -291,7 +324,7 @@ export class Engine {
                     const t = nowMs();
                     if (prefillPending) {
                         prefillPending = false;
-                        this.stepTokens += input.length;
+                        this.stepTokens += input.length - reused;
                         this.barrier.join();
                         member = true;
                     }
@@ -324,10 +357,14 @@ export class Engine {
             if (member)
                 this.barrier.leave();
         }
-        try {
-            await slot.sequence.clearHistory();
-        } catch (err) {
-            this.sink({type: "log", level: "warn", message: `could not clear a sequence: ${errorMessage(err)}`});
+        // With prefix caching the sequence keeps its tokens for the next request, unless generation
+        // failed and its KV cache cannot be trusted.
+        if (!this.prefixCache || reason === "error") {
+            try {
+                await slot.sequence.clearHistory();
+            } catch (err) {
+                this.sink({type: "log", level: "warn", message: `could not clear a sequence: ${errorMessage(err)}`});
+            }
         }
         slot.request = undefined;
         request.slot = undefined;
@@ -430,6 +467,11 @@ export class Engine {
         counters.set(CounterSlot.running, this.runningCount);
         counters.set(CounterSlot.waiting, this.queue.length);
     }
+}
+
+/** What a request evaluates: its prompt, plus what it had generated when it resumes after a preemption. */
+function inputTokens(request: ActiveRequest): Token[] {
+    return request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
 }
 
 /** Why a request's parameters cannot be served, or undefined when they can. */

@@ -75,6 +75,9 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             contextSize: context.contextSize,
             parallel,
             threads,
+            // Reusing a prefix erases the tail of a sequence's KV cache, which recurrent and sliding-window models cannot do.
+            prefixCache: (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
+                !((model.fileInsights.swaSize ?? 0) > 0),
             loadMs: nowMs() - started
         }
     };

@@ -7,7 +7,7 @@
  * performance.now()`) on the clock of the process that took them.
  */
 import {
-    ProtocolError, expectArray, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
+    ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
     optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
 } from "./validation.js";
 
@@ -83,6 +83,8 @@ export type EngineInfo = {
     contextSize: number,
     parallel: number,
     threads: number,
+    /** Whether a request reuses the KV cache of the longest matching prefix left on a free sequence. */
+    prefixCache: boolean,
     statsIntervalMs: number,
     loadMs: number
 };
@@ -90,7 +92,11 @@ export type EngineInfo = {
 export type RequestEvent =
     | {kind: "inputProcessed", id: string, t: number, promptTokens: number}
     | {kind: "queued", id: string, t: number}
-    | {kind: "scheduled", id: string, t: number}
+    /**
+     * First put on a sequence. `cachedTokens`: leading prompt tokens already in that sequence's KV cache
+     * from an earlier request (prefix caching), so only the rest was evaluated; 0 when caching is off.
+     */
+    | {kind: "scheduled", id: string, t: number, cachedTokens: number}
     /** Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their stable text. */
     | {kind: "tokens", id: string, text: string, times: number[]}
     | {kind: "preempted", id: string, t: number}
@@ -195,6 +201,7 @@ function parseRequestEvent(value: unknown): RequestEvent {
     switch (kind) {
         case "tokens": return {kind, id, text: expectString(obj, "text", what), times: expectNumberArray(obj, "times", what)};
         case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
+        case "scheduled": return {kind, id, t: expectNumber(obj, "t", what), cachedTokens: expectInteger(obj, "cachedTokens", what)};
         case "finished": {
             const event: RequestEvent = {
                 kind, id, t: expectNumber(obj, "t", what), reason: expectOneOf(obj, "reason", finishReasons, what),
@@ -245,6 +252,7 @@ function parseEngineInfo(value: unknown): EngineInfo {
         contextSize: expectInteger(obj, "contextSize", "info"),
         parallel: expectInteger(obj, "parallel", "info"),
         threads: expectInteger(obj, "threads", "info"),
+        prefixCache: expectBoolean(obj, "prefixCache", "info"),
         statsIntervalMs: expectNumber(obj, "statsIntervalMs", "info"),
         loadMs: expectNumber(obj, "loadMs", "info")
     };

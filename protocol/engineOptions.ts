@@ -27,6 +27,12 @@ export type EngineOptions = {
      * was ~12x faster than two (measured with `npm run bench:engine`); the default follows that.
      */
     threads?: number,
+    /**
+     * Prefix caching, as vLLM's and llama.cpp's servers do: a finished request's tokens stay in its
+     * sequence's KV cache; a new request goes to the free sequence whose cache shares the longest prefix
+     * with its prompt and evaluates only the rest. Default true.
+     */
+    prefixCache?: boolean,
     /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
     statsIntervalMs?: number,
     /** Where the stats worker connects. Required when `statsIntervalMs` > 0. */
@@ -40,6 +46,7 @@ export const defaultEngineOptions = {
     gpu: "auto",
     contextSize: 4096,
     parallel: 4,
+    prefixCache: true,
     statsIntervalMs: 1000,
     allowDebugRequests: false
 } as const satisfies Partial<EngineOptions>;

@@ -5,7 +5,7 @@
  * Unknown extra keys are allowed (a newer host may add some). Throws ProtocolError.
  */
 import {
-    ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
+    ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
 } from "./validation.js";
 import {finishReasons, gpuBackends, requestErrorCodes, type EngineInfo} from "./engineMessages.js";
 import {
@@ -57,6 +57,7 @@ function checkEngineInfo(value: unknown, what: string): EngineInfo {
         throw new ProtocolError(`${what}.gpuDevices: expected strings`);
     for (const key of ["vramTotalBytes", "vramUsedBytes", "contextSize", "parallel", "threads", "statsIntervalMs", "loadMs"])
         expectNumber(obj, key, what);
+    expectBoolean(obj, "prefixCache", what);
     const model = expectObject(obj.model, `${what}.model`);
     for (const key of ["path", "name", "architecture", "quantization"])
         expectString(model, key, `${what}.model`, 4096);

@@ -55,6 +55,13 @@ export function optionalInteger(obj: JsonObject, key: string, what: string): num
     return obj[key] === undefined ? undefined : expectInteger(obj, key, what);
 }
 
+export function expectBoolean(obj: JsonObject, key: string, what: string): boolean {
+    const value = obj[key];
+    if (typeof value !== "boolean")
+        throw new ProtocolError(`${what}.${key}: expected a boolean`);
+    return value;
+}
+
 export function optionalBoolean(obj: JsonObject, key: string, what: string): boolean | undefined {
     const value = obj[key];
     if (value === undefined)

@@ -121,7 +121,7 @@ describe("LoggingStatLogger", () => {
         manager.onEngineReady(engineInfo());
         feed.send({kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 1000});
         feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 40, receivedAt: T0});
-        feed.send({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        feed.send({kind: "scheduled", id: "a", t: T0, cachedTokens: 0, receivedAt: T0});
         for (let t = T0 + 250; t <= T0 + 20_000; t += 250) {
             clock.now = t;
             if (t <= T0 + 15_000) {
@@ -160,7 +160,7 @@ describe("PrometheusStatLogger", () => {
         feed(T0, {kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 3});
         feed(T0 + 1, {kind: "inputProcessed", id: "a", t: T0 + 1, promptTokens: 10, receivedAt: T0 + 1});
         feed(T0 + 1, {kind: "queued", id: "a", t: T0 + 1, receivedAt: T0 + 1});
-        feed(T0 + 101, {kind: "scheduled", id: "a", t: T0 + 101, receivedAt: T0 + 101});
+        feed(T0 + 101, {kind: "scheduled", id: "a", t: T0 + 101, cachedTokens: 0, receivedAt: T0 + 101});
         feed(T0 + 305, {kind: "tokens", id: "a", text: "a", times: [T0 + 301], receivedAt: T0 + 305});
         feed(T0 + 425, {kind: "tokens", id: "a", text: "bc", times: [T0 + 351, T0 + 421], receivedAt: T0 + 425});
         feed(T0 + 430, finished("a", T0 + 430, "length", 10, 3));
@@ -168,7 +168,7 @@ describe("PrometheusStatLogger", () => {
         feed(T0, {kind: "arrival", id: "b", t: T0, priority: 0, maxTokens: 50});
         feed(T0 + 2, {kind: "inputProcessed", id: "b", t: T0 + 2, promptTokens: 5, receivedAt: T0 + 2});
         feed(T0 + 2, {kind: "queued", id: "b", t: T0 + 2, receivedAt: T0 + 2});
-        feed(T0 + 502, {kind: "scheduled", id: "b", t: T0 + 502, receivedAt: T0 + 502});
+        feed(T0 + 502, {kind: "scheduled", id: "b", t: T0 + 502, cachedTokens: 0, receivedAt: T0 + 502});
         feed(T0 + 1502, {kind: "tokens", id: "b", text: "xy", times: [T0 + 1400, T0 + 1500], receivedAt: T0 + 1502});
         feed(T0 + 1600, {kind: "preempted", id: "b", t: T0 + 1600, receivedAt: T0 + 1600});
         feed(T0 + 2000, finished("b", T0 + 2000, "abort", 5, 2));

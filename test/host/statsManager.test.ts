@@ -80,7 +80,7 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         feed.send({kind: "inputProcessed", id: "a", t: T0 + 5, promptTokens: 10, receivedAt: T0 + 6});
         feed.send({kind: "queued", id: "a", t: T0 + 6, receivedAt: T0 + 6});
         at(T0 + 107);
-        feed.send({kind: "scheduled", id: "a", t: T0 + 106, receivedAt: T0 + 107});
+        feed.send({kind: "scheduled", id: "a", t: T0 + 106, cachedTokens: 0, receivedAt: T0 + 107});
         at(T0 + 310);
         feed.send({kind: "tokens", id: "a", text: "x", times: [T0 + 306], receivedAt: T0 + 310});
         // prompt tokens count once the prefill is done (first tokens), as vLLM counts them
@@ -138,10 +138,10 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         feed.send(arrival("p", T0));
         feed.send({kind: "inputProcessed", id: "p", t: T0 + 1, promptTokens: 3, receivedAt: T0 + 1});
         feed.send({kind: "queued", id: "p", t: T0 + 2, receivedAt: T0 + 2});
-        feed.send({kind: "scheduled", id: "p", t: T0 + 102, receivedAt: T0 + 102});
+        feed.send({kind: "scheduled", id: "p", t: T0 + 102, cachedTokens: 0, receivedAt: T0 + 102});
         feed.send({kind: "tokens", id: "p", text: "a", times: [T0 + 202], receivedAt: T0 + 203});
         feed.send({kind: "preempted", id: "p", t: T0 + 250, receivedAt: T0 + 250});
-        feed.send({kind: "scheduled", id: "p", t: T0 + 700, receivedAt: T0 + 700});
+        feed.send({kind: "scheduled", id: "p", t: T0 + 700, cachedTokens: 0, receivedAt: T0 + 700});
         feed.send({kind: "tokens", id: "p", text: "b", times: [T0 + 802], receivedAt: T0 + 803});
         at(T0 + 900);
         feed.send(finished("p", T0 + 803, "stop", 3, 2, T0 + 900));
@@ -296,11 +296,11 @@ describe("the request ledger", () => {
             push({kind: "queued", id, t: T0 + 1, receivedAt: T0 + 1});
         }
         assert.equal(manager.state, "busy", "requests in flight");
-        push({kind: "scheduled", id: "a", t: T0 + 2, receivedAt: T0 + 2});
+        push({kind: "scheduled", id: "a", t: T0 + 2, cachedTokens: 0, receivedAt: T0 + 2});
         push({kind: "tokens", id: "a", text: "t", times: [T0 + 3], receivedAt: T0 + 3});
         push(finished("a", T0 + 4, "stop", 4, 1));
         push(finished("b", T0 + 5, "abort", 4, 0));
-        push({kind: "scheduled", id: "c", t: T0 + 6, receivedAt: T0 + 6});
+        push({kind: "scheduled", id: "c", t: T0 + 6, cachedTokens: 0, receivedAt: T0 + 6});
         push({kind: "tokens", id: "c", text: "t", times: [T0 + 7, T0 + 8], receivedAt: T0 + 9});
         // the engine dies: EngineClient ends c and d with `error` (receivedAt = t), then reports the exit
         at(T0 + 50);
@@ -330,7 +330,7 @@ describe("the request ledger", () => {
         assert.equal(manager.gauges().running, 0);
         push(arrival("e", T0 + 100));
         push({kind: "queued", id: "e", t: T0 + 101, receivedAt: T0 + 101});
-        push({kind: "scheduled", id: "e", t: T0 + 102, receivedAt: T0 + 102});
+        push({kind: "scheduled", id: "e", t: T0 + 102, cachedTokens: 0, receivedAt: T0 + 102});
         push({kind: "tokens", id: "e", text: "t", times: [T0 + 103], receivedAt: T0 + 103});
         push(finished("e", T0 + 104, "length", 4, 1));
         // an id can be reused once its request has finished
@@ -483,7 +483,7 @@ describe("views: snapshot and deltas", () => {
         feed.send(arrival("a", T0));
         feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 2, receivedAt: T0});
         feed.send({kind: "queued", id: "a", t: T0, receivedAt: T0});
-        feed.send({kind: "scheduled", id: "a", t: T0, receivedAt: T0});
+        feed.send({kind: "scheduled", id: "a", t: T0, cachedTokens: 0, receivedAt: T0});
         for (let t = T0 + 50; t <= T0 + 5000; t += 50) {
             at(t);
             feed.send({kind: "tokens", id: "a", text: "x", times: [t - 1], receivedAt: t});
