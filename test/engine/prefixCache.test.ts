@@ -1,0 +1,135 @@
+/**
+ * Prefix caching in the engine, on real node-llama-cpp: a request whose prompt starts like an earlier
+ * one on a free sequence evaluates only the rest, the `scheduled` event says how many tokens it reused,
+ * and the output is exactly what a cold engine (caching off) generates for the same greedy request.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import {Engine} from "../../engine/engine.js";
+import type {EngineToHost, GenerateRequest, RequestEvent} from "../../protocol/engineMessages.js";
+import {tinyModelPath} from "../helpers/testModels.js";
+
+type Finished = Extract<RequestEvent, {kind: "finished"}>;
+type Outcome = {text: string, cachedTokens: number, finished: Finished, stepTokens: number};
+
+/** An in-process engine whose outputs are collected per request. */
+class EngineUnderTest {
+    private readonly texts = new Map<string, string>();
+    private readonly cached = new Map<string, number>();
+    private readonly waiters = new Map<string, (event: Finished) => void>();
+    private stepTokens = 0;
+    private nextId = 0;
+
+    private constructor(readonly engine: Engine) {}
+
+    static async start(prefixCache: boolean, parallel: number): Promise<EngineUnderTest> {
+        let self: EngineUnderTest | undefined;
+        const pending: EngineToHost[] = [];
+        const engine = await Engine.start(
+            {modelPath: await tinyModelPath(), threads: 1, parallel, contextSize: 1024, statsIntervalMs: 0, prefixCache},
+            (message) => self === undefined ? pending.push(message) : self.receive(message));
+        assert.ok(engine !== undefined, "the engine did not start");
+        self = new EngineUnderTest(engine);
+        for (const message of pending)
+            self.receive(message);
+        return self;
+    }
+
+    private receive(message: EngineToHost): void {
+        if (message.type !== "outputs")
+            return;
+        this.stepTokens += message.step.stepTokens;
+        for (const event of message.events) {
+            if (event.kind === "tokens")
+                this.texts.set(event.id, (this.texts.get(event.id) ?? "") + event.text);
+            else if (event.kind === "scheduled")
+                this.cached.set(event.id, event.cachedTokens);
+            else if (event.kind === "finished")
+                this.waiters.get(event.id)?.(event);
+        }
+    }
+
+    async generate(request: Omit<GenerateRequest, "id">): Promise<Outcome> {
+        const id = `r${this.nextId++}`;
+        const stepsBefore = this.stepTokens;
+        const finished = new Promise<Finished>((resolve) => this.waiters.set(id, resolve));
+        this.engine.handle({type: "generate", request: {id, ...request}});
+        const event = await finished;
+        // The step that carried `finished` has been counted by the time its events are read.
+        return {text: this.texts.get(id) ?? "", cachedTokens: this.cached.get(id) ?? -1, finished: event, stepTokens: this.stepTokens - stepsBefore};
+    }
+}
+
+const story = "Once upon a time there was a little girl who lived in a small house near the big park with her dog and her cat. " +
+    "Every day she went to the park to play with her friends and the dog ran after the red ball under the blue sky";
+const greedy = {temperature: 0, maxTokens: 24, ignoreEos: true} as const;
+
+describe("prefix caching", () => {
+    let cached: EngineUnderTest;
+    let cold: EngineUnderTest;
+
+    before(async () => {
+        cached = await EngineUnderTest.start(true, 1);
+        cold = await EngineUnderTest.start(false, 1);
+    });
+    after(async () => {
+        await cached.engine.dispose();
+        await cold.engine.dispose();
+    });
+
+    test("a prompt that extends an earlier one reuses its tokens and generates exactly what a cold engine does", async () => {
+        const first = await cached.generate({prompt: story, ...greedy});
+        assert.equal(first.finished.reason, "length");
+        assert.equal(first.cachedTokens, 0, "nothing is cached before the first request");
+
+        const longer = `${story} and then they all went home`;
+        const second = await cached.generate({prompt: longer, ...greedy});
+        const reference = await cold.generate({prompt: longer, ...greedy});
+        assert.equal(second.finished.reason, "length");
+        assert.equal(reference.cachedTokens, 0, "caching off: nothing reused");
+        // The whole first prompt is shared (its last token may tokenize differently once followed by more text).
+        assert.ok(second.cachedTokens >= first.finished.promptTokens - 2 && second.cachedTokens < second.finished.promptTokens,
+            `cached ${second.cachedTokens} of ${second.finished.promptTokens} (first prompt: ${first.finished.promptTokens})`);
+        assert.equal(second.text, reference.text, "a reused prefix must not change greedy output");
+        // Only the uncached part is evaluated: prompt tail + the generated tokens (the last one is sampled, not evaluated).
+        assert.equal(second.stepTokens, second.finished.promptTokens - second.cachedTokens + greedy.maxTokens);
+        assert.equal(reference.stepTokens, reference.finished.promptTokens + greedy.maxTokens);
+    });
+
+    test("the same prompt again reuses all but its last token", async () => {
+        const again = await cached.generate({prompt: story, ...greedy});
+        const reference = await cold.generate({prompt: story, ...greedy});
+        assert.equal(again.cachedTokens, again.finished.promptTokens - 1);
+        assert.equal(again.text, reference.text);
+    });
+
+    test("an unrelated prompt reuses nothing past the shared start and still matches a cold engine", async () => {
+        const other = "The sun was over the water and a bird flew home";
+        const result = await cached.generate({prompt: other, ...greedy});
+        const reference = await cold.generate({prompt: other, ...greedy});
+        assert.ok(result.cachedTokens <= 2, `cached ${result.cachedTokens}`);
+        assert.equal(result.text, reference.text);
+    });
+});
+
+describe("prefix caching with several sequences", () => {
+    let engine: EngineUnderTest;
+
+    before(async () => {
+        engine = await EngineUnderTest.start(true, 2);
+    });
+    after(async () => {
+        await engine.engine.dispose();
+    });
+
+    test("a request goes to the free sequence holding its prefix", async () => {
+        const a = "The little boy saw a big red ball in the park and ran after it with his friend the dog";
+        const b = "A small bird flew over the house and the tree and said hello to the sun in the blue sky";
+        // Both run at once, so they land on different sequences.
+        await Promise.all([engine.generate({prompt: a, ...greedy}), engine.generate({prompt: b, ...greedy})]);
+        const againB = await engine.generate({prompt: b, ...greedy});
+        const againA = await engine.generate({prompt: a, ...greedy});
+        assert.equal(againB.cachedTokens, againB.finished.promptTokens - 1, "b found its own sequence");
+        assert.equal(againA.cachedTokens, againA.finished.promptTokens - 1, "a found its own sequence");
+    });
+});
