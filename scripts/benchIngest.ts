@@ -97,8 +97,10 @@ async function main(): Promise<void> {
     stepCosts.sort((a, b) => a - b);
     const result = {
         seconds: elapsedS, running, token_events: tokenEvents, token_events_per_s: tokenEvents / elapsedS, steps_per_s: steps / elapsedS,
-        median_step_us: stepCosts[Math.floor(stepCosts.length / 2)]! * 1000, p99_step_us: stepCosts[Math.floor(stepCosts.length * 0.99)]! * 1000,
-        generation_tokens_counted: manager.counters().generationTokens, deltas_sent: deltas, delta_bytes: deltaBytes, metrics_bytes: metricsBody.length
+        median_step_us: stepCosts[Math.floor(stepCosts.length / 2)]! * 1000,
+        p99_step_us: stepCosts[Math.floor(stepCosts.length * 0.99)]! * 1000,
+        generation_tokens_counted: manager.counters().generationTokens, deltas_sent: deltas, delta_bytes: deltaBytes,
+        metrics_bytes: metricsBody.length
     };
     console.log("StatsManager ingest (OutputProcessor → StatsManager + log-line and Prometheus loggers, a 4 Hz delta subscriber), " +
         `${running} running, one core:`);
