@@ -60,7 +60,10 @@ export class Engine {
     private readonly queue = new WaitingQueue<ActiveRequest>();
     private readonly barrier = new StepBarrier();
     private readonly requests = new Map<string, ActiveRequest>();
+    /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
+    /** The most tokens one request may hold: its sequence's cells. */
+    private readonly sequenceCapacity: number;
     private kvReserved = 0;
     private arrivalSeq = 0;
     private pendingEvents: RequestEvent[] = [];
@@ -77,7 +80,8 @@ export class Engine {
         private readonly allowDebugRequests: boolean,
         private readonly prefixCache: boolean
     ) {
-        this.kvCapacity = loaded.context.contextSize;
+        this.sequenceCapacity = loaded.context.contextSize;
+        this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
         this.slots = Array.from(
             {length: loaded.context.totalSequences},
             () => ({sequence: loaded.context.getSequence(), request: undefined})
@@ -201,11 +205,11 @@ export class Engine {
         if (active.promptTokens.length === 0)
             return this.finish(active, "error", "the prompt is empty after tokenization", "invalid_request");
         if (request.clampMaxTokens === true)
-            active.maxTokens = Math.max(1, Math.min(active.maxTokens, this.kvCapacity - active.promptTokens.length));
+            active.maxTokens = Math.max(1, Math.min(active.maxTokens, this.sequenceCapacity - active.promptTokens.length));
         active.kvBudget = active.promptTokens.length + active.maxTokens;
-        if (active.kvBudget > this.kvCapacity)
+        if (active.kvBudget > this.sequenceCapacity)
             return this.finish(active, "error",
-                `this model's context holds ${this.kvCapacity} tokens, but the request needs ${active.kvBudget} ` +
+                `this model's context holds ${this.sequenceCapacity} tokens, but the request needs ${active.kvBudget} ` +
                 `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`, "context_length_exceeded");
 
         this.queue.push(active);

@@ -18,7 +18,11 @@ export type EngineOptions = {
     cacheDir?: string,
     /** GPU backend. Default `"auto"`: CUDA, Vulkan or Metal when present, else CPU. */
     gpu?: GpuSetting,
-    /** KV-cache size in tokens, shared by all sequences. Default 4096 (capped at the model's training context). */
+    /**
+     * Context size per sequence in tokens: the most one request (prompt + output) may hold. The KV cache
+     * has `contextSize × parallel` cells, as node-llama-cpp gives each sequence its own. Default 4096
+     * (capped at the model's training context).
+     */
     contextSize?: number,
     /** Parallel sequences (requests evaluated together in one batch). Default 4. */
     parallel?: number,
