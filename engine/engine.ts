@@ -316,7 +316,8 @@ export class Engine {
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
-            await this.barrier.nextStep(); // prefill in the same batch as the running requests' next decodes
+            const order = this.slots.indexOf(slot);
+            await this.barrier.nextStep(order); // prefill in the same batch as the running requests' next decodes
             if (request.stop === undefined) {
                 const tokens = slot.sequence.evaluate(reused === 0 ? input : input.slice(reused), {
                     temperature: request.temperature,
@@ -349,7 +350,7 @@ export class Engine {
                     }
                     if (request.stop === "preempt")
                         break;
-                    await this.barrier.arrive();
+                    await this.barrier.arrive(order);
                 }
                 reason ??= request.stop === undefined ? "stop" : undefined;
             }

@@ -12,15 +12,17 @@
  * token: the others keep decoding while a long prompt prefills (node-llama-cpp splits it across
  * batches) instead of waiting for the whole prefill.
  */
+type Waiter = {order: number, resolve: () => void};
+
 export class StepBarrier {
     private members = 0;
-    private waiting: Array<() => void> = [];
-    private observers: Array<() => void> = [];
+    private waiting: Waiter[] = [];
+    private observers: Waiter[] = [];
     private checkQueued = false;
 
-    /** Resolves at the next release (at once when nobody is running): when to start a prefill. */
-    nextStep(): Promise<void> {
-        const next = new Promise<void>((resolve) => this.observers.push(resolve));
+    /** Resolves at the next release (at once when nobody is running): when to start a prefill. `order`: see `arrive`. */
+    nextStep(order: number): Promise<void> {
+        const next = new Promise<void>((resolve) => this.observers.push({order, resolve}));
         this.queueCheck();
         return next;
     }
@@ -36,9 +38,14 @@ export class StepBarrier {
         this.queueCheck();
     }
 
-    /** Waits until every running request has arrived for this step. */
-    arrive(): Promise<void> {
-        const arrived = new Promise<void>((resolve) => this.waiting.push(resolve));
+    /**
+     * Waits until every running request has arrived for this step. Waiters are released in `order`
+     * (the sequence index), so their decodes are queued — and batched — in the same sequence order
+     * every step: llama.cpp reuses the previous step's compute graph only when the batch has the same
+     * sequences in the same order, instead of building and allocating it again.
+     */
+    arrive(order: number): Promise<void> {
+        const arrived = new Promise<void>((resolve) => this.waiting.push({order, resolve}));
         this.queueCheck();
         return arrived;
     }
@@ -60,10 +67,10 @@ export class StepBarrier {
     private releaseIfComplete(): void {
         if (this.waiting.length < this.members || (this.waiting.length === 0 && this.observers.length === 0))
             return;
-        const release = this.waiting.concat(this.observers);
+        const release = this.waiting.concat(this.observers).sort((a, b) => a.order - b.order);
         this.waiting = [];
         this.observers = [];
-        for (const resolve of release)
-            resolve();
+        for (const waiter of release)
+            waiter.resolve();
     }
 }

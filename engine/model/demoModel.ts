@@ -123,6 +123,8 @@ export function buildDemoVocabulary(): DemoVocabulary {
 const vocabulary = buildDemoVocabulary();
 /** `<unk>`, `<s>`, `</s>` are the first token ids. */
 const CONTROL_TOKEN_COUNT = 3;
+/** The byte-fallback tokens `<0x00>`…`<0xFF>` come right after them. */
+const BYTE_TOKEN_COUNT = 256;
 
 // ---------------------------------------------------------------------------------------------
 // sizes
@@ -233,7 +235,14 @@ export interface DemoModelOptions {
      * node-llama-cpp's template support as they do for downloaded models. Default: none (the engine's
      * plain-text fallback).
      */
-    readonly chatTemplate?: string
+    readonly chatTemplate?: string,
+    /**
+     * Generation emits whole words only: the 256 byte-fallback tokens get zero output rows too, so their
+     * logit is always 0 and top-k sampling never picks them. Their random bytes are rarely valid UTF-8,
+     * and llama.cpp's server fails a completion whose text is not (benchmarks against it use this
+     * variant on every side). Prompts still tokenize as before. Default false.
+     */
+    readonly textOnly?: boolean
 }
 
 type ResolvedOptions = Required<Omit<DemoModelOptions, "chatTemplate">> & {chatTemplate: string | undefined};
@@ -250,12 +259,12 @@ function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
     if (!isDemoModelSize(size)) throw new RangeError(`Unknown demo model size: ${String(size)}`);
     if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`Demo model seed must be a non-negative integer, got ${seed}`);
     if (dtype !== "f16" && dtype !== "f32") throw new RangeError(`Unknown demo model dtype: ${String(dtype)}`);
-    return {size, seed, dtype, chatTemplate: opts.chatTemplate};
+    return {size, seed, dtype, chatTemplate: opts.chatTemplate, textOnly: opts.textOnly ?? false};
 }
 
 /** Metadata and tensor sources of a demo model (exposed so tests can write deliberately broken variants). */
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
-    const {size, seed, dtype, chatTemplate} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate, textOnly} = resolveOptions(opts);
     const {shape} = demoModelSizes[size];
     const headDim = shape.embeddingLength / shape.headCount;
     const u32 = (value: number) => ({type: "uint32", value}) as const;
@@ -293,7 +302,9 @@ export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpe
         const std = t.name === "token_embd.weight" ? 1 : 1 / Math.sqrt(t.dims[0]);
         // Zero output rows for <unk>, <s>, </s>: their logit is always 0 while the others are ~N(0, 1), so
         // top-k / greedy decoding practically never ends a request early and lengths stay predictable.
-        const zeroPrefix = t.name === "output.weight" ? CONTROL_TOKEN_COUNT * shape.embeddingLength : 0;
+        // With textOnly, the byte-fallback tokens (the next 256 ids) too.
+        const zeroRows = CONTROL_TOKEN_COUNT + (textOnly ? BYTE_TOKEN_COUNT : 0);
+        const zeroPrefix = t.name === "output.weight" ? zeroRows * shape.embeddingLength : 0;
         return {name: t.name, dims: t.dims, type: weightType, createSource: uniformSource(seed, t.name, std, zeroPrefix)};
     });
     return {metadata, tensors};
@@ -362,9 +373,9 @@ export function defaultDemoModelCacheDir(): string {
 
 /** Cache file name; encodes everything that determines the bytes. */
 export function demoModelFileName(opts: DemoModelOptions = {}): string {
-    const {size, seed, dtype, chatTemplate} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate, textOnly} = resolveOptions(opts);
     const template = chatTemplate === undefined ? "" : `-chat${fnv1a(chatTemplate).toString(16).padStart(8, "0")}`;
-    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
+    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 
 const inFlight = new Map<string, Promise<string>>();

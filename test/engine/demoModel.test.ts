@@ -327,3 +327,18 @@ describe("make-model command", () => {
         assert.match(result.stdout, /tiny: ~1\.0M params/);
     });
 });
+
+describe("text-only variant (for benchmarks against llama.cpp's server)", () => {
+    test("never samples a byte-fallback or control token, and is a different cache file", async () => {
+        assert.notEqual(demoModelFileName({size: "tiny", textOnly: true}), demoModelFileName({size: "tiny"}));
+        assert.match(demoModelFileName({size: "tiny", textOnly: true}), /-text-v\d+\.gguf$/);
+        const textOnly = await ensureDemoModel({size: "tiny", textOnly: true, cacheDir: tmpDir});
+        const plain = await ensureDemoModel({size: "tiny", cacheDir: tmpDir});
+        const firstWordId = 3 + 256;
+        const sampled = (await generate(textOnly, 256)).tokens;
+        assert.ok(sampled.every((id) => id >= firstWordId), `sampled ${sampled.filter((id) => id < firstWordId).join(", ")}`);
+        // The plain model does emit byte tokens (the unicode path is exercised with it), so the check above can fail.
+        const plainSampled = (await generate(plain, 256)).tokens;
+        assert.ok(plainSampled.some((id) => id >= 3 && id < firstWordId), "the plain model sampled no byte token in 256");
+    });
+});
