@@ -259,7 +259,8 @@ export class Engine {
             if (!this.prefixCache)
                 return slot;
             const shared = slot.sequence.compareContextTokens(input).firstDifferentIndex;
-            if (shared > bestShared || (shared === bestShared && best !== undefined && slot.sequence.nextTokenIndex < best.sequence.nextTokenIndex)) {
+            const fewerTokens = best !== undefined && slot.sequence.nextTokenIndex < best.sequence.nextTokenIndex;
+            if (shared > bestShared || (shared === bestShared && fewerTokens)) {
                 best = slot;
                 bestShared = shared;
             }
