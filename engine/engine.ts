@@ -1,6 +1,6 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
 import {nowMs} from "../common/clock.js";
-import {checkEngineOptions, defaultEngineOptions, type EngineOptions} from "../protocol/engineOptions.js";
+import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import type {
     EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, StepStats
@@ -69,6 +69,8 @@ export class Engine {
     private pendingEvents: RequestEvent[] = [];
     private pendingTokenRequests = new Set<ActiveRequest>();
     private stepTokens = 0;
+    /** Requests evaluating their input in chunks right now; they share the per-step prompt budget. */
+    private prefilling = 0;
     private flushScheduled = false;
     private disposed = false;
     private vramTimer: NodeJS.Timeout | undefined;
@@ -78,7 +80,8 @@ export class Engine {
         private readonly sink: EngineSink,
         private readonly stats: StatsAgent | undefined,
         private readonly allowDebugRequests: boolean,
-        private readonly prefixCache: boolean
+        private readonly prefixCache: boolean,
+        private readonly prefillBudget: number
     ) {
         this.sequenceCapacity = loaded.context.contextSize;
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
@@ -106,7 +109,8 @@ export class Engine {
         const stats = statsIntervalMs > 0 && options.statsChannel !== undefined
             ? new StatsAgent(options.statsChannel, statsIntervalMs)
             : undefined;
-        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache);
+        const prefillBudget = options.prefillChunkTokens ?? defaultPrefillChunkTokens(loaded.info.backend);
+        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget);
         const info: EngineInfo = {...loaded.info, statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
             stats.setVram(info.vramUsedBytes, info.vramTotalBytes);
@@ -245,6 +249,11 @@ export class Engine {
         this.updateQueueCounters();
     }
 
+    /** Prompt tokens one prefilling request may evaluate in this step: the step budget, shared. */
+    private prefillChunk(): number {
+        return Math.max(16, Math.floor(this.prefillBudget / Math.max(1, this.prefilling)));
+    }
+
     /**
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
      * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer).
@@ -313,14 +322,29 @@ export class Engine {
         let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
         let member = false;
+        let next = reused;
         try {
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
             const order = this.slots.indexOf(slot);
-            await this.barrier.nextStep(order); // prefill in the same batch as the running requests' next decodes
+            // Chunked prefill: a long input goes in pieces, one per step, each in the same batch as the
+            // running requests' decodes, so they keep generating instead of waiting for the whole prompt.
+            this.prefilling++;
+            try {
+                while (request.stop === undefined && input.length - next > this.prefillChunk()) {
+                    await this.barrier.nextStep(order);
+                    const part = input.slice(next, next + this.prefillChunk());
+                    await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
+                    this.stepTokens += part.length;
+                    next += part.length;
+                }
+            } finally {
+                this.prefilling--;
+            }
+            await this.barrier.nextStep(order); // the rest of the prefill, in the same batch as the running requests' next decodes
             if (request.stop === undefined) {
-                const tokens = slot.sequence.evaluate(reused === 0 ? input : input.slice(reused), {
+                const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
@@ -330,7 +354,7 @@ export class Engine {
                     const t = nowMs();
                     if (prefillPending) {
                         prefillPending = false;
-                        this.stepTokens += input.length - reused;
+                        this.stepTokens += input.length - next;
                         this.barrier.join();
                         member = true;
                     }

@@ -37,6 +37,13 @@ export type EngineOptions = {
      * with its prompt and evaluates only the rest. Default true.
      */
     prefixCache?: boolean,
+    /**
+     * Chunked prefill: the most prompt tokens evaluated per engine step (shared by the requests
+     * prefilling at once); a longer prompt is spread over several steps, each batched with the running
+     * requests' decodes, so they keep generating while it prefills (vLLM's `max_num_batched_tokens`).
+     * Default: 128 on CPU (~0.1 s of prefill per step for a 20 M-parameter model on one thread), 512 on a GPU.
+     */
+    prefillChunkTokens?: number,
     /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
     statsIntervalMs?: number,
     /** Where the stats worker connects. Required when `statsIntervalMs` > 0. */
@@ -55,6 +62,11 @@ export const defaultEngineOptions = {
     allowDebugRequests: false
 } as const satisfies Partial<EngineOptions>;
 
+/** Default {@link EngineOptions.prefillChunkTokens} for a backend. */
+export function defaultPrefillChunkTokens(backend: "cuda" | "vulkan" | "metal" | "cpu"): number {
+    return backend === "cpu" ? 128 : 512;
+}
+
 /** Default threads for a machine with `mathCores` cores: see {@link EngineOptions.threads}. */
 export function defaultThreads(mathCores: number): number {
     return Math.max(1, Math.floor(mathCores / 2));
@@ -69,6 +81,7 @@ export function checkEngineOptions(options: EngineOptions): void {
     positiveInt("contextSize", options.contextSize, 1 << 22);
     positiveInt("parallel", options.parallel, 256);
     positiveInt("threads", options.threads, 1024);
+    positiveInt("prefillChunkTokens", options.prefillChunkTokens, 1 << 20);
     if (options.statsIntervalMs !== undefined && (!Number.isFinite(options.statsIntervalMs) || options.statsIntervalMs < 0))
         throw new RangeError(`statsIntervalMs must be >= 0, got ${options.statsIntervalMs}`);
     if ((options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs) > 0 && options.statsChannel === undefined)

@@ -36,6 +36,8 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (parallel !== undefined) options.parallel = parallel;
     const threads = optionalInteger(obj, "threads", what);
     if (threads !== undefined) options.threads = threads;
+    const prefillChunkTokens = optionalInteger(obj, "prefillChunkTokens", what);
+    if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     const prefixCache = optionalBoolean(obj, "prefixCache", what);
     if (prefixCache !== undefined) options.prefixCache = prefixCache;
     const statsIntervalMs = optionalNumber(obj, "statsIntervalMs", what);

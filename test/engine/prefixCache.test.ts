@@ -5,60 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {Engine} from "../../engine/engine.js";
-import type {EngineToHost, GenerateRequest, RequestEvent} from "../../protocol/engineMessages.js";
-import {tinyModelPath} from "../helpers/testModels.js";
-
-type Finished = Extract<RequestEvent, {kind: "finished"}>;
-type Outcome = {text: string, cachedTokens: number, finished: Finished, stepTokens: number};
-
-/** An in-process engine whose outputs are collected per request. */
-class EngineUnderTest {
-    private readonly texts = new Map<string, string>();
-    private readonly cached = new Map<string, number>();
-    private readonly waiters = new Map<string, (event: Finished) => void>();
-    private stepTokens = 0;
-    private nextId = 0;
-
-    private constructor(readonly engine: Engine) {}
-
-    static async start(prefixCache: boolean, parallel: number): Promise<EngineUnderTest> {
-        let self: EngineUnderTest | undefined;
-        const pending: EngineToHost[] = [];
-        const engine = await Engine.start(
-            {modelPath: await tinyModelPath(), threads: 1, parallel, contextSize: 1024, statsIntervalMs: 0, prefixCache},
-            (message) => self === undefined ? pending.push(message) : self.receive(message));
-        assert.ok(engine !== undefined, "the engine did not start");
-        self = new EngineUnderTest(engine);
-        for (const message of pending)
-            self.receive(message);
-        return self;
-    }
-
-    private receive(message: EngineToHost): void {
-        if (message.type !== "outputs")
-            return;
-        this.stepTokens += message.step.stepTokens;
-        for (const event of message.events) {
-            if (event.kind === "tokens")
-                this.texts.set(event.id, (this.texts.get(event.id) ?? "") + event.text);
-            else if (event.kind === "scheduled")
-                this.cached.set(event.id, event.cachedTokens);
-            else if (event.kind === "finished")
-                this.waiters.get(event.id)?.(event);
-        }
-    }
-
-    async generate(request: Omit<GenerateRequest, "id">): Promise<Outcome> {
-        const id = `r${this.nextId++}`;
-        const stepsBefore = this.stepTokens;
-        const finished = new Promise<Finished>((resolve) => this.waiters.set(id, resolve));
-        this.engine.handle({type: "generate", request: {id, ...request}});
-        const event = await finished;
-        // The step that carried `finished` has been counted by the time its events are read.
-        return {text: this.texts.get(id) ?? "", cachedTokens: this.cached.get(id) ?? -1, finished: event, stepTokens: this.stepTokens - stepsBefore};
-    }
-}
+import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 
 const story = "Once upon a time there was a little girl who lived in a small house near the big park with her dog and her cat. " +
     "Every day she went to the park to play with her friends and the dog ran after the red ball under the blue sky";
@@ -69,8 +16,8 @@ describe("prefix caching", () => {
     let cold: EngineUnderTest;
 
     before(async () => {
-        cached = await EngineUnderTest.start(true, 1);
-        cold = await EngineUnderTest.start(false, 1);
+        cached = await EngineUnderTest.start({prefixCache: true, parallel: 1});
+        cold = await EngineUnderTest.start({prefixCache: false, parallel: 1});
     });
     after(async () => {
         await cached.engine.dispose();
@@ -116,7 +63,7 @@ describe("prefix caching with several sequences", () => {
     let engine: EngineUnderTest;
 
     before(async () => {
-        engine = await EngineUnderTest.start(true, 2);
+        engine = await EngineUnderTest.start({prefixCache: true, parallel: 2});
     });
     after(async () => {
         await engine.engine.dispose();
