@@ -4,6 +4,7 @@ import {benchEndpoints, normalizeBaseUrl} from "../extension/host/bench/openaiHt
 import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
+import {prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
 import {choiceValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
@@ -24,6 +25,7 @@ export const benchCommandLine = {
         "parallel": {type: "string", placeholder: "N", description: "engine sequences evaluated together (default 4)"},
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: engine default)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache tokens (default 4096)"},
+        "prefix-cache": prefixCacheFlag,
         "stats": {type: "string", placeholder: "on|off",
             description: "stats collection; off = no stats worker, StatsManager or loggers (default on)"},
         "stats-interval-ms": {type: "string", placeholder: "N", description: "stats snapshot interval (default 1000)"},
@@ -36,18 +38,20 @@ export const benchCommandLine = {
             description: "benchmark an OpenAI-compatible server over HTTP instead (e.g. http://127.0.0.1:8719/v1); no engine is started"},
         "api-key": {type: "string", placeholder: "KEY", description: `with --base-url: send Authorization: Bearer KEY (default $${openAiKeyEnvVar})`},
         "endpoint": {type: "string", placeholder: "chat|completions", description: "with --base-url: the API to stream from (default completions)"},
-        "model-name": {type: "string", placeholder: "NAME", description: "with --base-url: the request's model (default: the first of GET /v1/models)"}
+        "model-name": {type: "string", placeholder: "NAME", description: "with --base-url: the request's model (default: the first of GET /v1/models)"},
+        "no-cache-prompt": {type: "boolean",
+            description: "with --base-url: send llama.cpp's `cache_prompt: false` (llama-server's prefix cache off; other servers ignore it)"}
     },
-    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --stats, --stats-interval-ms, " +
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --stats, --stats-interval-ms, " +
         "--prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
 /** Flags of the local engine, meaningless with --base-url. */
-const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
 /** Flags of the HTTP target, meaningless without --base-url. */
-const httpFlags = ["api-key", "endpoint", "model-name"] as const;
+const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as const;
 
 /** The bench options from parsed flags; throws UsageError naming a bad value. `isTty`: whether to draw the progress bar by default. */
 export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJS.ProcessEnv = process.env): BenchOptions {
@@ -59,6 +63,7 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
         maxConcurrency: integerValue("max-concurrency", values["max-concurrency"], Infinity, 1),
         requestRate: positiveNumberValue("request-rate", values["request-rate"], Infinity, true),
         parallel: integerValue("parallel", values.parallel, 4, 1),
+        prefixCache: prefixCacheValue(values["prefix-cache"]),
         stats: choiceValue("stats", values.stats, ["on", "off"], "on") === "on",
         statsIntervalMs: integerValue("stats-interval-ms", values["stats-interval-ms"], 1000, 1),
         prometheusPort: portValue("prometheus-port", values["prometheus-port"], 0),
@@ -92,7 +97,8 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
         baseUrl,
         endpoint: choiceValue("endpoint", values.endpoint, benchEndpoints, "completions"),
         ...(apiKey !== undefined && apiKey !== "" ? {apiKey} : {}),
-        ...(values["model-name"] !== undefined ? {modelName: values["model-name"]} : {})
+        ...(values["model-name"] !== undefined ? {modelName: values["model-name"]} : {}),
+        ...(values["no-cache-prompt"] === true ? {cachePrompt: false} : {})
     };
     return options;
 }

@@ -24,7 +24,8 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
         io.stdout(`${formatBenchTable(run.metrics)}\n`);
-        io.stdout(`Engine: ${run.info.backend.toUpperCase()} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"}\n`);
+        io.stdout(`Engine: ${run.info.backend.toUpperCase()} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
+            `prefix cache ${run.info.prefixCache ? "on" : "off"}\n`);
         if (run.statsAgreement !== undefined)
             io.stdout(`${run.statsAgreement.detail}\n`);
         if (options.jsonPath !== undefined) {
@@ -32,6 +33,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 ...run.metrics,
                 stats: options.stats ? "on" : "off",
                 mode: options.mode === "inProcess" ? "in-process" : "process",
+                prefix_cache: run.info.prefixCache ? "on" : "off",
                 model_name: run.info.model.name,
                 model_path: run.info.model.path,
                 backend: run.info.backend,
@@ -94,6 +96,7 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
             ...metrics,
             base_url: target.baseUrl,
             endpoint: target.endpoint,
+            cache_prompt: http.cachePrompt ?? null,
             model_name: target.model,
             num_prompts: options.numPrompts,
             input_len: options.inputLen,

@@ -2,6 +2,7 @@
 import {defaultApiPort, defaultMaxWaiting} from "../extension/host/openai/apiServer.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
+import {prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
 import {integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 /** Read when --api-key is absent, so a key need not appear in the process list. */
@@ -18,6 +19,7 @@ export const serveCommandLine = {
         "parallel": {type: "string", placeholder: "N", description: "sequences evaluated together (default 4)"},
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: half the cores, at least 1)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache in tokens, shared by the sequences (default 4096)"},
+        "prefix-cache": prefixCacheFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
         "in-process": {type: "boolean", description: "run the engine inside this process"}
@@ -27,7 +29,7 @@ export const serveCommandLine = {
 
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
-    maxWaiting: number, logIntervalS: number, inProcess: boolean
+    prefixCache: boolean, maxWaiting: number, logIntervalS: number, inProcess: boolean
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -38,6 +40,7 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
         port: portValue("port", values.port, defaultApiPort),
         host: values.host ?? "127.0.0.1",
         apiKeys: keys === undefined || keys === "" ? [] : keys.split(",").map((key) => parseApiKey(key.trim())),
+        prefixCache: prefixCacheValue(values["prefix-cache"]),
         maxWaiting: integerValue("max-waiting", values["max-waiting"], defaultMaxWaiting, 0),
         logIntervalS: positiveNumberValue("log-interval", values["log-interval"], 10),
         inProcess: values["in-process"] === true

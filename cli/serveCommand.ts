@@ -21,6 +21,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), logIntervalS: options.logIntervalS});
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",
+        prefixCache: options.prefixCache,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.parallel !== undefined ? {parallel: options.parallel} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
@@ -47,7 +48,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     try {
         const info = await client.start();
         readyAt = Date.now();
-        io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads. Ctrl-C stops.\n`);
+        io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
+            `prefix cache ${info.prefixCache ? "on" : "off"}. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await server.close();

@@ -51,7 +51,8 @@ describe("inference-monitor bench", () => {
             test(`${mode}, stats ${stats}: vLLM's table and result keys; StatsManager's totals agree with the client`, async () => {
                 const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-bench-")), "result.json");
                 const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "6", "--input-len", "8", "--output-len", "9",
-                    "--max-concurrency", "3", "--stats", stats, "--stats-interval-ms", "200", "--json", json, ...(mode === "in-process" ? ["--in-process"] : [])]);
+                    "--max-concurrency", "3", "--stats", stats, "--stats-interval-ms", "200", "--json", json,
+                    ...(mode === "in-process" ? ["--in-process", "--prefix-cache", "off"] : [])]);
                 assert.equal(run.code, 0, run.stderr);
                 assert.match(run.stdout, /Serving Benchmark Result/);
                 assert.match(run.stdout, /Successful requests:\s+6\n/);
@@ -66,6 +67,7 @@ describe("inference-monitor bench", () => {
                 assert.ok((result.median_ttft_ms as number) > 0 && (result.median_itl_ms as number) > 0);
                 assert.equal(result.stats, stats);
                 assert.equal(result.mode, mode);
+                assert.equal(result.prefix_cache, mode === "in-process" ? "off" : "on");
                 assert.equal(result.backend, "cpu");
                 if (stats === "on") {
                     assert.equal(result.stats_agree, true);
@@ -78,7 +80,9 @@ describe("inference-monitor bench", () => {
 
     test("bad flags and values: usage and exit code 2", async () => {
         for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"],
-            ["bench", "--prometheus-port", "70000"], ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {
+            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"],
+            ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
+            ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {
             const run = await runCli(args);
             assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
             assert.match(run.stderr, /Usage: inference-monitor/, args.join(" "));

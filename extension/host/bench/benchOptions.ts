@@ -16,6 +16,8 @@ export type BenchOptions = {
     requestRate: number,
     parallel: number,
     threads?: number,
+    /** EngineOptions.prefixCache (`--prefix-cache on|off`). */
+    prefixCache: boolean,
     contextSize?: number,
     stats: boolean,
     statsIntervalMs: number,

@@ -34,7 +34,13 @@ export type HttpTargetOptions = {
     /** Sent as `Authorization: Bearer KEY`. */
     apiKey?: string,
     /** The request's `model` field; default the first id of GET {base}/models. */
-    modelName?: string
+    modelName?: string,
+    /**
+     * Sent as llama.cpp's request field `cache_prompt` (llama-server's default is true: reuse the slot's
+     * KV cache for the prompt's common prefix); false turns its prefix cache off for the request. Other
+     * servers are expected to ignore an unknown field (ours does). Absent: not sent.
+     */
+    cachePrompt?: boolean
 };
 
 /** One request as the HTTP client saw it. */
@@ -93,7 +99,8 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
     private readonly url: string;
     private readonly headers: Record<string, string>;
 
-    private constructor(readonly baseUrl: string, readonly endpoint: BenchEndpoint, readonly model: string, apiKey: string | undefined) {
+    private constructor(readonly baseUrl: string, readonly endpoint: BenchEndpoint, readonly model: string, apiKey: string | undefined,
+        private readonly cachePrompt: boolean | undefined) {
         this.url = `${baseUrl}/${endpoint === "chat" ? "chat/completions" : "completions"}`;
         // X-Title labels the requests `bench` in servers that break stats down by client (ours), as over IPC.
         this.headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": "inference-monitor-bench", "X-Title": "bench",
@@ -104,7 +111,7 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
     static async connect(options: HttpTargetOptions): Promise<OpenAiHttpTarget> {
         const baseUrl = normalizeBaseUrl(options.baseUrl);
         const model = options.modelName ?? await firstModelId(baseUrl, options.apiKey);
-        return new OpenAiHttpTarget(baseUrl, options.endpoint, model, options.apiKey);
+        return new OpenAiHttpTarget(baseUrl, options.endpoint, model, options.apiKey, options.cachePrompt);
     }
 
     /** The endpoint's URL: `{base}/completions` or `{base}/chat/completions`. */
@@ -126,7 +133,8 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             temperature: request.temperature,
             seed: request.seed,
             stream: true,
-            stream_options: {include_usage: true}
+            stream_options: {include_usage: true},
+            ...(this.cachePrompt !== undefined ? {cache_prompt: this.cachePrompt} : {})
         });
         const start = nowMs();
         const result: HttpRequestResult = {reason: "error", arrival: start, lastDelivered: start, promptTokens: 0, generatedTokens: 0,

@@ -30,6 +30,7 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     const client = new EngineClient({
         mode: options.mode,
         parallel: options.parallel,
+        prefixCache: options.prefixCache,
         statsIntervalMs: options.stats ? options.statsIntervalMs : 0,
         demoModelSize: options.demoModelSize,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
