@@ -328,11 +328,12 @@ export class Engine {
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
             const order = this.slots.indexOf(slot);
-            // Chunked prefill: a long input goes in pieces, one per step, each in the same batch as the
-            // running requests' decodes, so they keep generating instead of waiting for the whole prompt.
+            // Chunked prefill: while other requests are decoding, a long input goes in pieces, one per
+            // step, each in the same batch as their decodes, so they keep generating instead of waiting
+            // for the whole prompt. With nobody decoding, the rest goes at once (nobody to stall).
             this.prefilling++;
             try {
-                while (request.stop === undefined && input.length - next > this.prefillChunk()) {
+                while (request.stop === undefined && this.barrier.memberCount > 0 && input.length - next > this.prefillChunk()) {
                     await this.barrier.nextStep(order);
                     const part = input.slice(next, next + this.prefillChunk());
                     await slot.sequence.evaluateWithoutGeneratingNewTokens(part);

@@ -27,6 +27,11 @@ export class StepBarrier {
         return next;
     }
 
+    /** Requests decoding in every step. */
+    get memberCount(): number {
+        return this.members;
+    }
+
     /** A request takes part in every step from now on (after its first token). */
     join(): void {
         this.members++;

@@ -38,10 +38,12 @@ export type EngineOptions = {
      */
     prefixCache?: boolean,
     /**
-     * Chunked prefill: the most prompt tokens evaluated per engine step (shared by the requests
-     * prefilling at once); a longer prompt is spread over several steps, each batched with the running
-     * requests' decodes, so they keep generating while it prefills (vLLM's `max_num_batched_tokens`).
-     * Default: 128 on CPU (~0.1 s of prefill per step for a 20 M-parameter model on one thread), 512 on a GPU.
+     * Chunked prefill: while requests are decoding, the most prompt tokens evaluated per engine step
+     * (shared by the requests prefilling at once); a longer prompt is spread over several steps, each
+     * batched with the running requests' decodes, so they keep generating while it prefills (vLLM's
+     * `max_num_batched_tokens`). With nothing decoding, a prompt is evaluated at once. Default: 32 on
+     * CPU (a step then stays within ~2× a plain decode step for a 20 M-parameter model on one thread,
+     * measured with `npm run bench:prefill`), 512 on a GPU.
      */
     prefillChunkTokens?: number,
     /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
@@ -64,7 +66,7 @@ export const defaultEngineOptions = {
 
 /** Default {@link EngineOptions.prefillChunkTokens} for a backend. */
 export function defaultPrefillChunkTokens(backend: "cuda" | "vulkan" | "metal" | "cpu"): number {
-    return backend === "cpu" ? 128 : 512;
+    return backend === "cpu" ? 32 : 512;
 }
 
 /** Default threads for a machine with `mathCores` cores: see {@link EngineOptions.threads}. */
