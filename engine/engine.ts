@@ -335,7 +335,12 @@ export class Engine {
             try {
                 while (request.stop === undefined && this.barrier.memberCount > 0 && input.length - next > this.prefillChunk()) {
                     await this.barrier.nextStep(order);
-                    const part = input.slice(next, next + this.prefillChunk());
+                    // The share may have grown meanwhile (another prefill ended); the last token always
+                    // stays for `evaluate`, whose logits give the first new token.
+                    const size = Math.min(this.prefillChunk(), input.length - next - 1);
+                    if (request.stop !== undefined || size <= 0)
+                        break;
+                    const part = input.slice(next, next + size);
                     await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
                     this.stepTokens += part.length;
                     next += part.length;

@@ -5,6 +5,8 @@
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
+import {Xoshiro128} from "../../common/seededRandom.js";
+import {makePrompt} from "../../extension/host/bench/workload.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 
 const sentence = "the little girl saw a big red ball in the park and ran after it with her happy dog under the blue sky ";
@@ -48,5 +50,31 @@ describe("chunked prefill", () => {
         // One decode per prefill step: the prompt needs ⌈tokens / chunk⌉ steps, all but the last carry a token of the running request.
         const steps = Math.ceil(longResult.finished.promptTokens / chunk);
         assert.ok(tokensMeanwhile >= steps - 2, `the running request got ${tokensMeanwhile} tokens during ${steps} prefill steps`);
+    });
+});
+
+describe("chunked prefill under a closed-loop load", () => {
+    test("every request of 48, arriving at uneven moments on 4 sequences with prefix caching, generates exactly its tokens", async () => {
+        // Prefills start and end while others are prefilling, so a request's share of the step budget
+        // changes between steps; it once took the whole rest of a prompt and ended with no token at all.
+        const engine = await EngineUnderTest.start({parallel: 4, prefixCache: true, prefillChunkTokens: 32});
+        try {
+            const rng = new Xoshiro128(0);
+            const prompts = Array.from({length: 48}, () => makePrompt(rng, 64));
+            const wrong: string[] = [];
+            let next = 0;
+            await Promise.all(Array.from({length: 4}, async () => {
+                while (next < prompts.length) {
+                    await new Promise((resolve) => setTimeout(resolve, rng.nextUint32() % 4));
+                    const i = next++;
+                    const {finished} = await engine.generate({prompt: prompts[i]!, maxTokens: 32, ignoreEos: true, temperature: 0.8, seed: i});
+                    if (finished.reason !== "length" || finished.generatedTokens !== 32)
+                        wrong.push(`request ${i}: ${finished.reason} after ${finished.generatedTokens} tokens (prompt ${finished.promptTokens})`);
+                }
+            }));
+            assert.deepEqual(wrong, []);
+        } finally {
+            await engine.engine.dispose();
+        }
     });
 });
