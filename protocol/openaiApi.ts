@@ -45,7 +45,13 @@ export type SamplingParams = {
 export type ChatCompletionRequest = SamplingParams & {messages: ChatMessage[]};
 export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
 
-export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number};
+/** OpenAI's `usage.prompt_tokens_details`: `cached_tokens` = prompt tokens served from the prefix cache (vLLM's `num_cached_tokens`). */
+export type PromptTokensDetails = {cached_tokens: number};
+/**
+ * Token counts of a response. This server always sends `prompt_tokens_details` (RequestLifecycle.cachedTokens),
+ * in whole responses and in the final usage chunk of a stream, as OpenAI does; other servers may leave it out.
+ */
+export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number, prompt_tokens_details?: PromptTokensDetails};
 export type ApiFinishReason = "stop" | "length";
 
 export type ChatCompletion = {
@@ -229,8 +235,12 @@ export function parseStreamChunk(value: unknown): StreamChunkContent {
     }
     const chunk: StreamChunkContent = {text, finishReason};
     const usage = value.usage;
-    if (isObject(usage) && typeof usage.prompt_tokens === "number" && typeof usage.completion_tokens === "number")
+    if (isObject(usage) && typeof usage.prompt_tokens === "number" && typeof usage.completion_tokens === "number") {
         chunk.usage = {prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens,
             total_tokens: typeof usage.total_tokens === "number" ? usage.total_tokens : usage.prompt_tokens + usage.completion_tokens};
+        const details = usage.prompt_tokens_details;
+        if (isObject(details) && typeof details.cached_tokens === "number")
+            chunk.usage.prompt_tokens_details = {cached_tokens: details.cached_tokens};
+    }
     return chunk;
 }

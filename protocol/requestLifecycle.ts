@@ -63,6 +63,12 @@ export type RequestLifecycle = {
     /** With `error`: whose fault it was (a bad request, a too-long one, or the engine). */
     errorCode?: RequestErrorCode,
     promptTokens: number,
+    /**
+     * Leading prompt tokens found in the KV cache of the sequence the request was first scheduled on
+     * (prefix caching), so not evaluated again: vLLM's `num_cached_tokens`. 0 until scheduled, and
+     * when caching is off.
+     */
+    cachedTokens: number,
     generatedTokens: number,
     metrics: RequestMetrics
 };

@@ -59,6 +59,12 @@ export type StatsCounters = {
     generationTokens: number,
     requests: RequestLedgerView,
     preemptions: number,
+    /**
+     * Prefix-cache lookups (vLLM's `vllm:prefix_cache_queries` / `_hits`), in tokens: when a request is
+     * first scheduled, its prompt tokens are queried and its cached tokens (RequestLifecycle.cachedTokens) hit.
+     */
+    prefixCacheQueries: number,
+    prefixCacheHits: number,
     /** Messages refused by the host, the engine or the stats channel. */
     rejectedMessages: number,
     /** Lifecycle events for requests this manager does not track (unknown id, already finished, duplicate arrival). */
@@ -80,7 +86,12 @@ export type StatsGauges = {
     promptTokensPerS: number,
     generationTokensPerS: number,
     /** Finished requests (any reason) per second. */
-    requestsPerS: number
+    requestsPerS: number,
+    /**
+     * Prefix-cache hits / queries (tokens), 0..1, over the lookups of the most recent requests
+     * (`prefixCacheWindowRequests`, default 1000; vLLM's CachingMetrics). 0 when nothing was queried.
+     */
+    prefixCacheHitRate: number
 };
 
 /** One sample of the time series, taken every `sampleIntervalMs`. */

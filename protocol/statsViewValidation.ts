@@ -25,9 +25,11 @@ export const payloadLimits = {
 
 const gaugeKeys: readonly (keyof StatsGauges)[] = [
     "running", "waiting", "kvUsedTokens", "kvCapacityTokens", "kvCacheUsage", "vramUsedBytes", "vramTotalBytes", "msSinceLastStep",
-    "promptTokensPerS", "generationTokensPerS", "requestsPerS"
+    "promptTokensPerS", "generationTokensPerS", "requestsPerS", "prefixCacheHitRate"
 ];
-const counterNumberKeys = ["promptTokens", "generationTokens", "preemptions", "rejectedMessages", "ignoredEvents"] as const;
+const counterNumberKeys = [
+    "promptTokens", "generationTokens", "preemptions", "prefixCacheQueries", "prefixCacheHits", "rejectedMessages", "ignoredEvents"
+] as const;
 const ledgerKeys = ["arrived", "inFlight", "completed", "failed", "aborted"] as const;
 const summaryKeys = ["mean", "p50", "p90", "p99", "max"] as const;
 const pointNumberKeys = ["t", "promptTokensPerS", "generationTokensPerS", "requestsPerS", "running", "waiting", "kvCacheUsage", "vramUsedBytes"] as const;
@@ -154,7 +156,7 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
     expectString(obj, "id", what, 200);
     expectString(obj, "client", what, maxClientLabelLength);
     expectOneOf(obj, "phase", requestPhases, what);
-    for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "generatedTokens"])
+    for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "cachedTokens", "generatedTokens"])
         expectNumber(obj, key, what);
     for (const key of recordTimeKeys)
         optionalNumberField(obj, key, what);

@@ -1,5 +1,5 @@
 /**
- * The header: model, backend, GPU, VRAM, context size, sequences, engine state ("stalled for 3.2 s"
+ * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, engine state ("stalled for 3.2 s"
  * while stalled) and uptime. Each value element carries `data-field="<name>"`.
  */
 import {el, setText} from "./dom.js";
@@ -8,7 +8,7 @@ import type {StatsStore} from "./store.js";
 
 const fields = [
     ["model", "Model"], ["backend", "Backend"], ["gpu", "GPU"], ["vram", "VRAM"], ["context", "Context"],
-    ["sequences", "Sequences"], ["uptime", "Uptime"]
+    ["sequences", "Sequences"], ["prefixCache", "Prefix cache"], ["uptime", "Uptime"]
 ] as const;
 type FieldName = typeof fields[number][0];
 
@@ -47,6 +47,7 @@ export class Header {
         this.set("vram", vramTotal > 0 ? `${formatBytes(gauges.vramUsedBytes)} / ${formatBytes(vramTotal)}` : "–");
         this.set("context", engine === null ? "–" : `${formatNumber(engine.contextSize)} tokens`);
         this.set("sequences", engine === null ? "–" : formatNumber(engine.parallel));
+        this.set("prefixCache", engine === null ? "–" : engine.prefixCache ? "on" : "off");
         const startedAt = store.engineStartedAt;
         this.set("uptime", startedAt === undefined ? "–" : formatDuration(hostNow - startedAt));
         setText(this.state, state === "stalled" ? `stalled for ${formatDuration(gauges.msSinceLastStep)}` : state);

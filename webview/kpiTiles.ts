@@ -31,6 +31,9 @@ export const kpiDefinitions: readonly KpiDefinition[] = [
     {key: "num_requests_running", label: "Running", unit: "reqs", value: (v) => v.gauges.running},
     {key: "num_requests_waiting", label: "Waiting", unit: "reqs", value: (v) => v.gauges.waiting},
     {key: "kv_cache_usage_perc", label: "KV cache", unit: "%", value: (v) => v.gauges.kvCacheUsage * 100},
+    // vLLM's log-line hit rate (last 1000 requests' lookups); "–" until a request has been looked up.
+    {key: "prefix_cache_hit_rate", label: "Prefix cache hit rate", unit: "%",
+        value: (v) => v.counters.prefixCacheQueries === 0 ? null : v.gauges.prefixCacheHitRate * 100},
     {key: "completed", label: "Completed", unit: "reqs", value: (v) => v.counters.requests.completed},
     {key: "failed", label: "Failed", unit: "reqs", value: (v) => v.counters.requests.failed},
     {key: "num_preemptions", label: "Preemptions", unit: "", value: (v) => v.counters.preemptions}

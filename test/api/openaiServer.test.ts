@@ -2,7 +2,7 @@
  * The OpenAI-compatible endpoint with the official `openai` client (and raw HTTP where the SDK would
  * hide the status line), on a real engine and a generated model: both endpoints streaming and not,
  * usage equal to the stats, stop strings, 16 clients on 4 sequences, disconnects, every error case,
- * Host/Origin refusals and API keys.
+ * Host/Origin refusals and API keys; prefix-cache hits reported as `usage.prompt_tokens_details.cached_tokens`.
  */
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -56,6 +56,14 @@ async function until(condition: () => boolean, timeoutMs: number, what: string):
             throw new Error(`timed out waiting for ${what}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
     }
+}
+
+/** A usage's token counts without `prompt_tokens_details` (two requests with the same prompt find different amounts cached). */
+function countsOf(usage: OpenAI.CompletionUsage | undefined): Omit<OpenAI.CompletionUsage, "prompt_tokens_details"> | undefined {
+    if (usage === undefined)
+        return undefined;
+    const {prompt_tokens_details: _details, ...counts} = usage;
+    return counts;
 }
 
 /** Fields vLLM and llama.cpp accept beyond OpenAI's (the SDK passes unknown body fields through). */
@@ -121,8 +129,10 @@ describe("OpenAI-compatible endpoint", () => {
         let finish: string | null = null;
         let usage: OpenAI.CompletionUsage | undefined;
         let chunks = 0;
+        let streamId = "";
         for await (const chunk of stream) {
             chunks++;
+            streamId = chunk.id;
             if (chunk.usage) {
                 assert.equal(chunk.choices.length, 0);
                 usage = chunk.usage;
@@ -138,7 +148,10 @@ describe("OpenAI-compatible endpoint", () => {
         assert.ok(chunks >= 4, `only ${chunks} chunks`);
         assert.equal(text, whole.choices[0]!.message.content);
         assert.equal(finish, "length");
-        assert.deepEqual(usage, whole.usage);
+        assert.deepEqual(countsOf(usage), countsOf(whole.usage));
+        // each reports what it found in the prefix cache (the streamed one follows the same prompt: more of it)
+        assert.equal(usage?.prompt_tokens_details?.cached_tokens, ledgerEntry(pipeline, streamId).cachedTokens);
+        assert.equal(whole.usage?.prompt_tokens_details?.cached_tokens, ledgerEntry(pipeline, whole.id).cachedTokens);
     });
 
     test("completions, streamed and not, agree; usage matches the stats", async () => {
@@ -151,12 +164,15 @@ describe("OpenAI-compatible endpoint", () => {
         const stream = await openai.completions.create({...params, stream: true, stream_options: {include_usage: true}});
         let text = "";
         let usage: OpenAI.CompletionUsage | undefined;
+        let streamId = "";
         for await (const chunk of stream) {
             text += chunk.choices[0]?.text ?? "";
             usage = chunk.usage ?? usage;
+            streamId = chunk.id;
         }
         assert.equal(text, whole.choices[0]!.text);
-        assert.deepEqual(usage, whole.usage);
+        assert.deepEqual(countsOf(usage), countsOf(whole.usage));
+        assert.equal(usage?.prompt_tokens_details?.cached_tokens, ledgerEntry(pipeline, streamId).cachedTokens);
     });
 
     test("stop strings: output ends just before the first stop string, which never appears, streamed or not", async () => {
@@ -337,6 +353,76 @@ describe("OpenAI-compatible endpoint", () => {
         assert.equal(Number(line.split(" ").at(-1)), pipeline.manager.counters().generationTokens);
     });
 });
+
+describe("OpenAI-compatible endpoint: prefix cache hits in usage (one sequence)", () => {
+    let client: EngineClient;
+    let pipeline: StatsPipeline;
+    let server: ApiServer;
+    let openai: OpenAI;
+    const steps: EngineStep[] = [];
+    // 70 words, then a different ending per request: the shared start stays in the one sequence's KV cache.
+    const shared = "In a quiet village at the edge of a wide green valley there lived an old clockmaker who repaired every clock " +
+        "that the people of the valley brought to him. Each morning he opened the wooden shutters of his small shop, set out his " +
+        "tools in a careful row, and listened to the ticking that filled the room while the sun rose over the hills and the baker " +
+        "across the street began to sell warm bread to the farmers.";
+    const greedy = {model: "m", max_tokens: 8, temperature: 0, ...ignoreEos};
+
+    before(async () => {
+        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize, parallel: 1, statsIntervalMs: 0});
+        pipeline = await StatsPipeline.create({writeLogLine: () => undefined, logIntervalS: 0});
+        pipeline.attach(client);
+        client.observe({onOutputs: (step) => steps.push(step)});
+        await client.start();
+        server = await ApiServer.listen({engine: {current: () => client}, port: 0, metrics: await pipeline.mountMetrics()});
+        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
+    });
+    after(async () => {
+        await server.close();
+        await client.stop();
+        await pipeline.dispose();
+    });
+
+    test("the second request sharing a long prefix gets cached_tokens > 0, the engine's own count, streamed and not", async () => {
+        assert.equal(client.info?.prefixCache, true);
+        assert.ok(shared.split(" ").length >= 60);
+        const first = await openai.completions.create({...greedy, prompt: `${shared} The first thing he fixed that day was`});
+        assert.equal(first.usage?.prompt_tokens_details?.cached_tokens, 0, "nothing cached on a fresh engine");
+
+        const stream = await openai.completions.create({...greedy, prompt: `${shared} The last thing he fixed that day was`,
+            stream: true, stream_options: {include_usage: true}});
+        let second: OpenAI.CompletionUsage | undefined;
+        let secondId = "";
+        for await (const chunk of stream) {
+            second = chunk.usage ?? second;
+            secondId = chunk.id;
+        }
+        const secondCached = second?.prompt_tokens_details?.cached_tokens ?? -1;
+        assert.ok(secondCached > second!.prompt_tokens / 2 && secondCached < second!.prompt_tokens,
+            `cached ${secondCached} of ${second!.prompt_tokens} (first prompt: ${first.usage!.prompt_tokens})`);
+        assert.equal(ledgerEntry(pipeline, secondId).cachedTokens, secondCached, "what the engine's `scheduled` event said");
+
+        // the same prompt again, not streamed: all but its last token
+        const third = await openai.completions.create({...greedy, prompt: `${shared} The last thing he fixed that day was`});
+        const thirdCached = third.usage?.prompt_tokens_details?.cached_tokens;
+        assert.equal(thirdCached, third.usage!.prompt_tokens - 1);
+        assert.equal(ledgerEntry(pipeline, third.id).cachedTokens, thirdCached);
+
+        // the stats: every lookup counted once, in tokens, in the steps, the counters and /metrics
+        const queries = first.usage!.prompt_tokens + second!.prompt_tokens + third.usage!.prompt_tokens;
+        const hits = secondCached + thirdCached;
+        assert.deepEqual([sum(steps, "prefixCacheQueries"), sum(steps, "prefixCacheHits"), sum(steps, "prefixCacheRequests")], [queries, hits, 3]);
+        const counters = pipeline.manager.counters();
+        assert.deepEqual([counters.prefixCacheQueries, counters.prefixCacheHits], [queries, hits]);
+        assert.equal(pipeline.manager.gauges().prefixCacheHitRate, hits / queries);
+        const metrics = await raw(server.port, "GET", "/metrics");
+        assert.match(metrics.body, new RegExp(`^vllm:prefix_cache_queries_total\\{[^}]*\\} ${queries}$`, "m"));
+        assert.match(metrics.body, new RegExp(`^vllm:prefix_cache_hits_total\\{[^}]*\\} ${hits}$`, "m"));
+    });
+});
+
+function sum(steps: readonly EngineStep[], key: "prefixCacheRequests" | "prefixCacheQueries" | "prefixCacheHits"): number {
+    return steps.reduce((total, step) => total + step.iteration[key], 0);
+}
 
 describe("OpenAI-compatible endpoint: API keys and binds", () => {
     test("a non-loopback bind without an API key is refused before listening", async () => {

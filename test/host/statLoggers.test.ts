@@ -64,7 +64,7 @@ const finished = (id: string, t: number, reason: FinishReason, promptTokens: num
 
 describe("LoggingStatLogger", () => {
     const gpuLine = "Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 25.0 tokens/s, " +
-        "Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 25.0%";
+        "Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 25.0%, Prefix cache hit rate: 0.0%";
 
     test("vLLM's line, exactly, once per interval", () => {
         const lines: string[] = [];
@@ -86,7 +86,7 @@ describe("LoggingStatLogger", () => {
         logger.record(undefined, tokens(T0 + 1, 7, 3));
         logger.log(T0 + 5_000, gauges({state: "busy", running: 1, kvCacheUsage: 0.125}));
         assert.deepEqual(lines, ["Engine 001: Avg prompt throughput: 1.4 tokens/s, Avg generation throughput: 0.6 tokens/s, " +
-            "Running: 1 reqs, Waiting: 0 reqs, KV cache usage: 12.5%"]);
+            "Running: 1 reqs, Waiting: 0 reqs, KV cache usage: 12.5%, Prefix cache hit rate: 0.0%"]);
     });
 
     test("quiet when idle, but reports the interval in which activity stopped", () => {
@@ -102,14 +102,37 @@ describe("LoggingStatLogger", () => {
         logger.log(T0 + 30_000, idle); // the interval after activity stopped: one more line, all zeros
         logger.log(T0 + 40_000, idle); // then quiet
         logger.log(T0 + 50_000, idle);
+        const idleLine = "Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%";
         assert.deepEqual(lines, [
-            "Engine 000: Avg prompt throughput: 2.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%",
-            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%"
+            `Engine 000: Avg prompt throughput: 2.0 tokens/s, Avg generation throughput: 3.0 tokens/s, ${idleLine}`,
+            `Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, ${idleLine}`
         ]);
         // a stalled engine (requests running, no tokens) is not idle: it keeps logging
         logger.log(T0 + 60_000, gauges({state: "stalled", running: 2, waiting: 1}));
         assert.equal(lines.length, 3);
-        assert.equal(lines[2], "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 0.0%");
+        assert.equal(lines[2], "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, " +
+            "Running: 2 reqs, Waiting: 1 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%");
+    });
+
+    test("prefix cache hit rate: cached / queried tokens of the last N requests, %.1f, cleared by reset", () => {
+        const lines: string[] = [];
+        const logger = new LoggingStatLogger({write: (line) => lines.push(line), logIntervalS: 1, prefixCacheWindowRequests: 2, now: () => T0});
+        const busy = gauges({state: "busy", running: 1});
+        const lookups = (t: number, requests: number, queries: number, hits: number): IterationStats =>
+            ({...emptyIteration(t), prefixCacheRequests: requests, prefixCacheQueries: queries, prefixCacheHits: hits});
+        const rate = (line: string | undefined): string | undefined => /Prefix cache hit rate: (.*)$/.exec(line ?? "")?.[1];
+        logger.record(undefined, lookups(T0, 1, 300, 0));
+        logger.record(undefined, lookups(T0, 1, 300, 200));
+        logger.log(T0 + 1000, busy);
+        assert.equal(rate(lines.at(-1)), "33.3%", "200 of 600");
+        logger.record(undefined, lookups(T0 + 1000, 0, 0, 0)); // a step without lookups changes nothing
+        logger.record(undefined, lookups(T0 + 1000, 1, 100, 99)); // the first request leaves the window of 2
+        logger.log(T0 + 2000, busy);
+        assert.equal(rate(lines.at(-1)), "74.8%", "299 of 400");
+        logger.reset(T0 + 2000);
+        logger.log(T0 + 3000, busy);
+        assert.equal(rate(lines.at(-1)), "0.0%");
+        assert.equal(lines.length, 3);
     });
 
     test("driven by StatsManager's tick on a fake clock", () => {
@@ -121,7 +144,7 @@ describe("LoggingStatLogger", () => {
         manager.onEngineReady(engineInfo());
         feed.send({kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 1000});
         feed.send({kind: "inputProcessed", id: "a", t: T0, promptTokens: 40, receivedAt: T0});
-        feed.send({kind: "scheduled", id: "a", t: T0, cachedTokens: 0, receivedAt: T0});
+        feed.send({kind: "scheduled", id: "a", t: T0, cachedTokens: 30, receivedAt: T0});
         for (let t = T0 + 250; t <= T0 + 20_000; t += 250) {
             clock.now = t;
             if (t <= T0 + 15_000) {
@@ -133,9 +156,12 @@ describe("LoggingStatLogger", () => {
             }
             manager.tick();
         }
+        // the hit rate is over the recent requests, not the interval: a's 30 of 40 in both lines
         assert.deepEqual(lines, [
-            "Engine 000: Avg prompt throughput: 4.0 tokens/s, Avg generation throughput: 8.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 50.0%",
-            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 4.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%"
+            "Engine 000: Avg prompt throughput: 4.0 tokens/s, Avg generation throughput: 8.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, " +
+                "GPU KV cache usage: 50.0%, Prefix cache hit rate: 75.0%",
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 4.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, " +
+                "GPU KV cache usage: 0.0%, Prefix cache hit rate: 75.0%"
         ]);
     });
 });
@@ -145,6 +171,7 @@ describe("PrometheusStatLogger", () => {
     let families: Map<string, PromFamily>;
     /** The same text with histograms parsed as untyped, to see their labels, _sum and _count (the parser drops those of labelled histograms). */
     let untyped: Map<string, PromFamily>;
+    let exposition: string;
 
     before(async () => {
         const clock = {now: T0};
@@ -160,7 +187,7 @@ describe("PrometheusStatLogger", () => {
         feed(T0, {kind: "arrival", id: "a", t: T0, priority: 0, maxTokens: 3});
         feed(T0 + 1, {kind: "inputProcessed", id: "a", t: T0 + 1, promptTokens: 10, receivedAt: T0 + 1});
         feed(T0 + 1, {kind: "queued", id: "a", t: T0 + 1, receivedAt: T0 + 1});
-        feed(T0 + 101, {kind: "scheduled", id: "a", t: T0 + 101, cachedTokens: 0, receivedAt: T0 + 101});
+        feed(T0 + 101, {kind: "scheduled", id: "a", t: T0 + 101, cachedTokens: 4, receivedAt: T0 + 101});
         feed(T0 + 305, {kind: "tokens", id: "a", text: "a", times: [T0 + 301], receivedAt: T0 + 305});
         feed(T0 + 425, {kind: "tokens", id: "a", text: "bc", times: [T0 + 351, T0 + 421], receivedAt: T0 + 425});
         feed(T0 + 430, finished("a", T0 + 430, "length", 10, 3));
@@ -168,7 +195,7 @@ describe("PrometheusStatLogger", () => {
         feed(T0, {kind: "arrival", id: "b", t: T0, priority: 0, maxTokens: 50});
         feed(T0 + 2, {kind: "inputProcessed", id: "b", t: T0 + 2, promptTokens: 5, receivedAt: T0 + 2});
         feed(T0 + 2, {kind: "queued", id: "b", t: T0 + 2, receivedAt: T0 + 2});
-        feed(T0 + 502, {kind: "scheduled", id: "b", t: T0 + 502, cachedTokens: 0, receivedAt: T0 + 502});
+        feed(T0 + 502, {kind: "scheduled", id: "b", t: T0 + 502, cachedTokens: 2, receivedAt: T0 + 502});
         feed(T0 + 1502, {kind: "tokens", id: "b", text: "xy", times: [T0 + 1400, T0 + 1500], receivedAt: T0 + 1502});
         feed(T0 + 1600, {kind: "preempted", id: "b", t: T0 + 1600, receivedAt: T0 + 1600});
         feed(T0 + 2000, finished("b", T0 + 2000, "abort", 5, 2));
@@ -189,6 +216,7 @@ describe("PrometheusStatLogger", () => {
         assert.equal(response.status, 200);
         assert.match(response.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
         const text = await response.text();
+        exposition = text;
         families = indexFamilies(text);
         untyped = indexFamilies(text, true);
     });
@@ -289,6 +317,8 @@ describe("PrometheusStatLogger", () => {
         assert.equal(value("vllm:prompt_tokens_total", "COUNTER"), 15, "a and b prefilled; c never did");
         assert.equal(value("vllm:generation_tokens_total", "COUNTER"), 5);
         assert.equal(value("vllm:num_preemptions_total", "COUNTER"), 1);
+        assert.equal(value("vllm:prefix_cache_queries_total", "COUNTER"), 15, "a's 10 and b's 5 prompt tokens looked up; c was never scheduled");
+        assert.equal(value("vllm:prefix_cache_hits_total", "COUNTER"), 6, "4 of a's, 2 of b's");
         const reasons = {stop: 0, length: 1, abort: 1, error: 1};
         for (const [reason, count] of Object.entries(reasons))
             assert.equal(value("vllm:request_success_total", "COUNTER", {...base, finished_reason: reason}), count, reason);
@@ -306,6 +336,44 @@ describe("PrometheusStatLogger", () => {
         assert.equal(value("vllm:rejected_messages_total", "COUNTER", {...base, source: "stats"}), 2);
         assert.match(family("vllm:num_requests_running", "GAUGE").help, /^Number of requests in model execution batches\.$/);
         assert.match(family("vllm:engine_stall_seconds", "GAUGE").help, /extra/);
+    });
+
+    test("prefix cache counters: vLLM's exposition lines (tokens, _total), help and type", () => {
+        for (const line of [
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.",
+            "# TYPE vllm:prefix_cache_queries_total counter",
+            'vllm:prefix_cache_queries_total{model_name="tiny-test",engine="0"} 15',
+            "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.",
+            "# TYPE vllm:prefix_cache_hits_total counter",
+            'vllm:prefix_cache_hits_total{model_name="tiny-test",engine="0"} 6'
+        ])
+            assert.ok(exposition.split("\n").includes(line), `missing: ${line}`);
+    });
+
+    test("prefix cache counters start at 0 and, like the other counters, ignore StatsManager.reset()", async () => {
+        const logger = await PrometheusStatLogger.start({serve: false});
+        try {
+            const manager = new StatsManager({now: () => T0, tickIntervalMs: 0, loggers: [logger]});
+            manager.onEngineReady(engineInfo());
+            const counter = async (name: string): Promise<number> =>
+                Number(indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny-test")!.value);
+            assert.equal(await counter("vllm:prefix_cache_queries_total"), 0);
+            assert.equal(await counter("vllm:prefix_cache_hits_total"), 0);
+            const feed = new StepFeeder(manager);
+            const lookup = (id: string, promptTokens: number, cachedTokens: number): void => {
+                feed.send({kind: "arrival", id, t: T0, priority: 0, maxTokens: 8});
+                feed.send({kind: "inputProcessed", id, t: T0, promptTokens, receivedAt: T0});
+                feed.send({kind: "scheduled", id, t: T0, cachedTokens, receivedAt: T0});
+            };
+            lookup("x", 40, 30);
+            manager.reset();
+            lookup("y", 20, 19);
+            assert.deepEqual([manager.counters().prefixCacheQueries, manager.counters().prefixCacheHits], [20, 19], "the manager's reset");
+            assert.equal(await counter("vllm:prefix_cache_queries_total"), 60);
+            assert.equal(await counter("vllm:prefix_cache_hits_total"), 49);
+        } finally {
+            await logger.dispose();
+        }
     });
 
     test("uses its own registry, not prom-client's global one", () => {

@@ -80,7 +80,7 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         feed.send({kind: "inputProcessed", id: "a", t: T0 + 5, promptTokens: 10, receivedAt: T0 + 6});
         feed.send({kind: "queued", id: "a", t: T0 + 6, receivedAt: T0 + 6});
         at(T0 + 107);
-        feed.send({kind: "scheduled", id: "a", t: T0 + 106, cachedTokens: 0, receivedAt: T0 + 107});
+        feed.send({kind: "scheduled", id: "a", t: T0 + 106, cachedTokens: 6, receivedAt: T0 + 107});
         at(T0 + 310);
         feed.send({kind: "tokens", id: "a", text: "x", times: [T0 + 306], receivedAt: T0 + 310});
         // prompt tokens count once the prefill is done (first tokens), as vLLM counts them
@@ -97,7 +97,7 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         assert.deepEqual(record, {
             id: "a", client: "test", phase: "finished", priority: 0, maxTokens: 16, arrival: T0, inputProcessed: T0 + 5, queued: T0 + 6,
             scheduled: T0 + 106, firstToken: T0 + 306, lastToken: T0 + 506, firstDelivered: T0 + 310, finished: T0 + 507,
-            lastDelivered: T0 + 510, preemptions: [], reason: "length", promptTokens: 10, generatedTokens: 4,
+            lastDelivered: T0 + 510, preemptions: [], reason: "length", promptTokens: 10, cachedTokens: 6, generatedTokens: 4,
             metrics: {ttftS: 0.31, e2eS: 0.51, queueS: 0.1, prefillS: 0.2, decodeS: 0.2, inferenceS: 0.4, tpotS: 0.2 / 3}
         });
         assert.deepEqual(manager.windowValues("itl"), [0.05, 0.07, 0.08]);
@@ -122,9 +122,10 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         assert.deepEqual(h.generationTokens, {bounds: lengthBounds2048, counts: countsWith(lengthBounds2048, [2]), sum: 4, count: 1});
 
         assert.deepEqual(snapshot.counters, {
-            promptTokens: 10, generationTokens: 4, preemptions: 0, rejectedMessages: 0, ignoredEvents: 0,
-            requests: {arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, byReason: {stop: 0, length: 1, abort: 0, error: 0}}
+            promptTokens: 10, generationTokens: 4, preemptions: 0, prefixCacheQueries: 10, prefixCacheHits: 6, rejectedMessages: 0,
+            ignoredEvents: 0, requests: {arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, byReason: {stop: 0, length: 1, abort: 0, error: 0}}
         });
+        assert.equal(snapshot.gauges.prefixCacheHitRate, 0.6);
         assert.deepEqual(manager.benchTotals(), {
             requests: snapshot.counters.requests, promptTokens: 10, generationTokens: 4, finishedPromptTokens: 10, finishedGenerationTokens: 4
         });
@@ -266,6 +267,78 @@ describe("gauges, throughput and time series", () => {
         // another engine's snapshot (wrong pid) is ignored
         manager.onStatsSnapshot(snapshotMsg({seq: 3, pid: 1, t: T0 + 200, running: 9}));
         assert.equal(manager.gauges().running, 2);
+    });
+});
+
+describe("prefix cache (vLLM's PrefixCacheStats and CachingMetrics)", () => {
+    /** A request up to its first schedule: `promptTokens` looked up, `cachedTokens` found. */
+    function schedule(feed: StepFeeder, id: string, t: number, promptTokens: number, cachedTokens: number): void {
+        feed.send(arrival(id, t));
+        feed.send({kind: "inputProcessed", id, t, promptTokens, receivedAt: t});
+        feed.send({kind: "queued", id, t, receivedAt: t});
+        feed.send({kind: "scheduled", id, t: t + 1, cachedTokens, receivedAt: t + 1});
+    }
+
+    test("queries and hits in tokens at the first schedule; the hit rate over the last N requests; reset clears both", () => {
+        const {manager, feed} = setup({prefixCacheWindowRequests: 2});
+        manager.onEngineReady(engineInfo());
+        const view = (): [number, number, number] => {
+            const {counters, gauges} = manager.snapshot();
+            return [counters.prefixCacheQueries, counters.prefixCacheHits, gauges.prefixCacheHitRate];
+        };
+        assert.deepEqual(view(), [0, 0, 0], "nothing looked up: 0, as vLLM's hit_rate");
+
+        schedule(feed, "a", T0, 100, 0);
+        const lookup = feed.steps.at(-1)!.iteration;
+        assert.deepEqual([lookup.prefixCacheRequests, lookup.prefixCacheQueries, lookup.prefixCacheHits], [1, 100, 0]);
+        assert.deepEqual(view(), [100, 0, 0]);
+
+        schedule(feed, "b", T0 + 10, 100, 99);
+        assert.deepEqual(view(), [200, 99, 99 / 200]);
+        // preempted and scheduled again: not a new lookup, and the lifecycle keeps its first cachedTokens
+        feed.send({kind: "preempted", id: "b", t: T0 + 20, receivedAt: T0 + 20});
+        feed.send({kind: "scheduled", id: "b", t: T0 + 30, cachedTokens: 50, receivedAt: T0 + 30});
+        assert.equal(feed.steps.at(-1)!.iteration.prefixCacheRequests, 0);
+        assert.deepEqual(view(), [200, 99, 99 / 200]);
+        assert.equal(manager.snapshot().requests.find((r) => r.id === "b")!.cachedTokens, 99);
+
+        // a request that never reaches a sequence looks nothing up
+        feed.send(arrival("never", T0 + 40));
+        feed.send({kind: "inputProcessed", id: "never", t: T0 + 40, promptTokens: 30, receivedAt: T0 + 40});
+        feed.send(finished("never", T0 + 41, "abort", 30, 0));
+        assert.deepEqual(view(), [200, 99, 99 / 200]);
+        assert.equal(manager.snapshot().requests.find((r) => r.id === "never")!.cachedTokens, 0);
+
+        // a third request: the window (2 requests) drops a's lookup; the counters keep everything
+        schedule(feed, "c", T0 + 50, 50, 40);
+        assert.deepEqual(view(), [250, 139, (99 + 40) / (100 + 50)]);
+
+        // two lookups in one step are one window entry; the newest entry stays whole even past the window
+        for (const id of ["d", "e"]) {
+            feed.send(arrival(id, T0 + 60));
+            feed.send({kind: "inputProcessed", id, t: T0 + 60, promptTokens: 20, receivedAt: T0 + 60});
+        }
+        feed.outputs([
+            {kind: "scheduled", id: "d", t: T0 + 61, cachedTokens: 5},
+            {kind: "scheduled", id: "e", t: T0 + 61, cachedTokens: 15}
+        ], step({t: T0 + 61, running: 2}), T0 + 61);
+        const both = feed.steps.at(-1)!.iteration;
+        assert.deepEqual([both.prefixCacheRequests, both.prefixCacheQueries, both.prefixCacheHits], [2, 40, 20]);
+        assert.deepEqual(view(), [290, 159, 0.5], "only d and e in the window");
+
+        // steps without lookups leave the rate alone (an idle engine keeps its last hit rate)
+        feed.step(step({t: T0 + 70}));
+        assert.equal(manager.gauges().prefixCacheHitRate, 0.5);
+
+        manager.reset();
+        assert.deepEqual(view(), [0, 0, 0]);
+        schedule(feed, "f", T0 + 80, 10, 9);
+        assert.deepEqual(view(), [10, 9, 0.9]);
+    });
+
+    test("prefixCacheWindowRequests must be a positive integer", () => {
+        assert.throws(() => new StatsManager({prefixCacheWindowRequests: 0}), StatsOptionsError);
+        assert.throws(() => new StatsManager({prefixCacheWindowRequests: 2.5}), StatsOptionsError);
     });
 });
 

@@ -51,7 +51,7 @@ describe("DashboardServer", () => {
         fs.writeFileSync(path.join(root, "secret.txt"), "top secret\n");
         fs.symlinkSync(path.join(root, "secret.txt"), path.join(webviewDir, "link.txt"));
         stats = fakeStats();
-        stats.runRequest("warm-up");
+        stats.runRequest("warm-up", {cachedTokens: 3});
         // The fake clock advances 300 ms per 50 ms of real time: a sample every ~170 ms, deltas at the 4 Hz cap.
         ticker = setInterval(() => stats.advance(300), 50);
         server = await DashboardServer.listen({port: 0, source: stats.manager, webviewDir});
@@ -107,9 +107,9 @@ describe("DashboardServer", () => {
         assert.equal((JSON.parse(json.body) as {counters: {requests: {completed: number}}}).counters.requests.completed, 1);
         const csv = await get(server.port, "/export-requests.csv");
         const lines = csv.body.trim().split("\r\n");
-        assert.match(lines[0]!, /^id,client,phase,finished_reason,.*ttft_ms/);
+        assert.match(lines[0]!, /^id,client,phase,finished_reason,priority,max_tokens,prompt_tokens,cached_tokens,generated_tokens,.*ttft_ms/);
         assert.equal(lines.length, 2);
-        assert.match(lines[1]!, /^warm-up,test,finished,length,/);
+        assert.match(lines[1]!, /^warm-up,test,finished,length,0,16,8,3,16,/);
         const series = await get(server.port, "/export.csv");
         assert.match(String(series.headers["content-disposition"]), /-timeseries\.csv"/);
         assert.match(series.body.split("\r\n")[0]!, /^time,prompt_tokens_per_s,generation_tokens_per_s,requests_per_s,ttft_p50_ms/);

@@ -152,10 +152,13 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.ok(tiles.request_throughput!.value! > 0);
         // the percentiles and counters are stable once the requests are done: exact agreement
         const expected = expectedTiles(manager.snapshot());
-        for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms"])
+        // the prompts share their start, so the requests scheduled after the first four found it cached
+        assert.ok(expected.prefix_cache_hit_rate! > 0, `prefix cache hit rate ${expected.prefix_cache_hit_rate}`);
+        for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms", "prefix_cache_hit_rate"])
             await waitForTile(key, expected[key]!);
         const settled = await readTiles(page);
-        for (const key of ["completed", "failed", "num_preemptions", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms"])
+        for (const key of ["completed", "failed", "num_preemptions", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms",
+            "median_e2el_ms", "prefix_cache_hit_rate"])
             assert.equal(settled[key]!.value, expected[key], `${key}: page ${settled[key]!.text}, manager ${expected[key]}`);
         assert.equal(settled.completed!.text, "12");
         assert.equal(settled.failed!.text, "0");
@@ -169,6 +172,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.equal(header.backend, "CPU");
         assert.equal(header.context, "1024 tokens");
         assert.equal(header.sequences, "4");
+        assert.equal(header.prefixCache, "on");
         assert.match(header.uptime!, /^1m \d\ds$/);
         assert.match(header.state!, /^(idle|busy)$/);
     });
@@ -319,7 +323,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
                     points.push({t, promptTokensPerS: 10, generationTokensPerS: 20, requestsPerS: 1, ttftP50S: 0.01, ttftP99S: 0.02,
                         itlP50S: 0.005, itlP99S: 0.01, running: 1, waiting: 0, kvCacheUsage: 0.5, vramUsedBytes: 0});
                     requests.push({id: `mem-${batch}-${i}`, client: "mem", phase: "finished", priority: 0, maxTokens: 16, arrival: t, queued: t, scheduled: t + 1,
-                        firstToken: t + 5, lastToken: t + 50, finished: t + 50, preemptions: [], reason: "length", promptTokens: 8, generatedTokens: 16,
+                        firstToken: t + 5, lastToken: t + 50, finished: t + 50, preemptions: [], reason: "length", promptTokens: 8, cachedTokens: 0, generatedTokens: 16,
                         metrics: {ttftS: 0.005}});
                 }
                 panel.receive(JSON.stringify({type: "delta", delta: {t, seq: ++seq, timeSeries: points, requests}}));

@@ -17,11 +17,11 @@ function realStats(): {snapshot: StatsSnapshotView, deltas: StatsDelta[]} {
     const deltas: StatsDelta[] = [];
     stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
     for (let i = 0; i < 5; i++) {
-        stats.runRequest(`req-${i}`, {preempt: i === 2, fail: i === 4, client: i % 2 === 0 ? "curl" : "openai-js"});
+        stats.runRequest(`req-${i}`, {preempt: i === 2, fail: i === 4, client: i % 2 === 0 ? "curl" : "openai-js", cachedTokens: i});
         stats.advance(1000);
     }
     stats.manager.reset();
-    stats.runRequest("after-reset");
+    stats.runRequest("after-reset", {cachedTokens: 6});
     stats.advance(1000);
     return {snapshot: stats.manager.snapshot(), deltas};
 }
@@ -47,6 +47,7 @@ describe("host → panel", () => {
         assert.deepEqual(parseHostToPanel(encodeMessage(message)), JSON.parse(encodeMessage(message)));
         assert.ok(snapshot.requests.length > 0 && snapshot.timeSeries.length > 0);
         assert.ok(snapshot.clients.length > 0);
+        assert.ok(snapshot.counters.prefixCacheHits > 0 && snapshot.gauges.prefixCacheHitRate > 0);
     });
 
     test("accepts every real delta, including the reset one", () => {
@@ -81,6 +82,14 @@ describe("host → panel", () => {
             [{type: "snapshot", snapshot, seq: 1.5}, /seq/],
             [{type: "snapshot", snapshot: {...clone(snapshot), state: "exploded"}, seq: 0}, /state/],
             [{type: "snapshot", snapshot: {...clone(snapshot), gauges: {...snapshot.gauges, running: "3"}}, seq: 0}, /gauges\.running/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), gauges: {...snapshot.gauges, prefixCacheHitRate: undefined}}, seq: 0},
+                /gauges\.prefixCacheHitRate/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), counters: {...snapshot.counters, prefixCacheHits: "9"}}, seq: 0},
+                /counters\.prefixCacheHits/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), counters: {...snapshot.counters, prefixCacheQueries: undefined}}, seq: 0},
+                /counters\.prefixCacheQueries/],
+            [{type: "snapshot", snapshot: {...clone(snapshot), requests: [{...snapshot.requests[0], cachedTokens: undefined}]}, seq: 0},
+                /requests\[0\]\.cachedTokens/],
             [{type: "snapshot", snapshot: {...clone(snapshot), timeSeries: [{t: 1}]}, seq: 0}, /timeSeries\[0\]/],
             [{type: "snapshot", snapshot: {...clone(snapshot), requests: [{...snapshot.requests[0], arrival: null}]}, seq: 0}, /requests\[0\]\.arrival/],
             [{type: "snapshot", snapshot: {...clone(snapshot), percentiles: {...snapshot.percentiles, bogus: snapshot.percentiles.ttft}}, seq: 0}, /unknown metric/],
@@ -94,6 +103,8 @@ describe("host → panel", () => {
             [{type: "delta"}, /delta/],
             [{type: "delta", delta: {t: 1, seq: "2"}}, /seq/],
             [{type: "delta", delta: {t: 1, seq: 2, gauges: {running: Number.NaN}}}, /running/],
+            [{type: "delta", delta: {t: 1, seq: 2, gauges: {prefixCacheHitRate: "high"}}}, /prefixCacheHitRate/],
+            [{type: "delta", delta: {t: 1, seq: 2, counters: {prefixCacheQueries: null}}}, /prefixCacheQueries/],
             [{type: "delta", delta: {t: 1, seq: 2, counters: {requests: {arrived: 1}}}}, /requests/],
             [{type: "delta", delta: {t: 1, seq: 2, timeSeries: "points"}}, /timeSeries/],
             [{type: "delta", delta: {t: 1, seq: 2, clients: [{client: "curl"}]}}, /clients\[0\]\.arrived/],

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {StatsDelta} from "../../protocol/statsView.js";
 import {BoundedSeries} from "../../webview/boundedSeries.js";
+import {kpiDefinitions} from "../../webview/kpiTiles.js";
 import {PanelHtmlError, makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.js";
 import {StatsStore, storeLimits} from "../../webview/store.js";
 import {fakeStats} from "./statsFixtures.js";
@@ -66,6 +67,29 @@ describe("StatsStore", () => {
         assert.equal(store.series.size, 0);
     });
 
+    test("the prefix cache tile: – before any lookup, then the manager's hit rate in %, through deltas; – again after reset", () => {
+        const stats = fakeStats();
+        const store = new StatsStore();
+        const tile = kpiDefinitions.find((definition) => definition.key === "prefix_cache_hit_rate")!;
+        assert.equal(tile.label, "Prefix cache hit rate");
+        const deltas: StatsDelta[] = [];
+        store.applySnapshot({snapshot: stats.manager.snapshot(), seq: 0});
+        assert.equal(tile.value(store.view), null, "no lookups yet: shown as –");
+        stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
+        stats.runRequest("cold");
+        stats.runRequest("warm", {cachedTokens: 7});
+        stats.advance(1000);
+        for (const delta of deltas.splice(0))
+            assert.equal(store.applyDelta(delta), "applied");
+        assert.deepEqual([store.view.counters.prefixCacheQueries, store.view.counters.prefixCacheHits], [16, 7]);
+        assert.equal(tile.value(store.view), 7 / 16 * 100);
+        assert.deepEqual([...store.requests.values()].map((request) => [request.id, request.cachedTokens]), [["cold", 0], ["warm", 7]]);
+        stats.manager.reset();
+        for (const delta of deltas)
+            store.applyDelta(delta);
+        assert.equal(tile.value(store.view), null);
+    });
+
     test("keeps at most 15 minutes of points and 500 requests", () => {
         const stats = fakeStats();
         const store = new StatsStore();
@@ -77,7 +101,7 @@ describe("StatsStore", () => {
         for (let i = 1; i <= 4 * 3600; i++) { // an hour at 4 deltas a second, one point and one request each
             const t = snapshot.t + i * 250;
             store.applyDelta({t, seq: ++seq, timeSeries: [{t, ...template}], requests: [{id: `q${i}`, client: "test", phase: "finished", priority: 0, maxTokens: 1,
-                arrival: t, preemptions: [], promptTokens: 1, generatedTokens: 1, metrics: {}}]});
+                arrival: t, preemptions: [], promptTokens: 1, cachedTokens: 0, generatedTokens: 1, metrics: {}}]});
             assert.ok(store.series.capacityUsed <= 2 * (storeLimits.seriesWindowMs / 250 + 1) + 64);
         }
         assert.equal(store.series.size, storeLimits.seriesWindowMs / 250 + 1);

@@ -29,12 +29,21 @@ export type IterationStats = {
     itlS: number[],
     /** The client label of each `itlS` sample (same length, same order): who the gap was measured for. */
     itlClients: string[],
-    preemptions: number
+    preemptions: number,
+    /**
+     * Prefix-cache lookups in this step, in vLLM's terms (its `PrefixCacheStats`): one per request first
+     * scheduled; `prefixCacheQueries` are their prompt tokens (looked up), `prefixCacheHits` the
+     * leading ones found in the KV cache (the lifecycle's `cachedTokens`). With caching off the
+     * engine reports no hits, so every lookup misses.
+     */
+    prefixCacheRequests: number,
+    prefixCacheQueries: number,
+    prefixCacheHits: number
 };
 
 export type EngineStep = {scheduler?: SchedulerStats, iteration: IterationStats};
 
 export function emptyIteration(t: number): IterationStats {
     return {t, arrived: [], updated: [], finished: [], promptTokens: 0, generationTokens: 0, ttftS: [], itlS: [], itlClients: [],
-        preemptions: 0};
+        preemptions: 0, prefixCacheRequests: 0, prefixCacheQueries: 0, prefixCacheHits: 0};
 }

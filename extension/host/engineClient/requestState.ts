@@ -35,7 +35,8 @@ const seconds = (later: number, earlier: number): number => (later - earlier) / 
 /**
  * One request in flight on the host (vLLM's `RequestState`): its lifecycle, built from the engine's
  * events already moved onto the host clock, and the text streamed so far. Each `apply` adds what the
- * event contributed to the step's IterationStats. Metrics (vLLM V1's definitions):
+ * event contributed to the step's IterationStats (the prefix-cache lookup at the first `scheduled`:
+ * its prompt tokens queried, its cached tokens hit). Metrics (vLLM V1's definitions):
  * TTFT = first tokens delivered − arrival; ITL = gaps between token times; at the finish,
  * e2e = finish delivered − arrival, queue = scheduled − queued, prefill = firstToken − scheduled,
  * decode = lastToken − firstToken, inference = lastToken − scheduled, TPOT = decode / (generated − 1).
@@ -47,7 +48,8 @@ export class RequestState {
     readonly deliveries: Delivery[] = [];
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
-        this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, generatedTokens: 0, metrics: {}};
+        this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
+            generatedTokens: 0, metrics: {}};
     }
 
     /** Applies one event (times on the host clock, `receivedAt` its delivery) and records its contribution. */
@@ -63,7 +65,14 @@ export class RequestState {
                 lifecycle.phase = "waiting";
                 return;
             case "scheduled":
-                lifecycle.scheduled ??= event.t;
+                if (lifecycle.scheduled === undefined) {
+                    // The first schedule is the prefix-cache lookup (vLLM's num_cached_tokens is set once, too).
+                    lifecycle.scheduled = event.t;
+                    lifecycle.cachedTokens = event.cachedTokens;
+                    iteration.prefixCacheRequests++;
+                    iteration.prefixCacheQueries += lifecycle.promptTokens;
+                    iteration.prefixCacheHits += event.cachedTokens;
+                }
                 lifecycle.phase = "running";
                 return;
             case "preempted":

@@ -92,9 +92,11 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
 
 type ResponseIds = {id: string, created: number, model: string};
 
+/** OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`). */
 function usageOf(result: RequestResult): Usage {
-    const {promptTokens, generatedTokens} = result;
-    return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens};
+    const {promptTokens, cachedTokens, generatedTokens} = result;
+    return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens,
+        prompt_tokens_details: {cached_tokens: cachedTokens}};
 }
 
 function finishReason(result: RequestResult): ApiFinishReason {

@@ -20,6 +20,7 @@ const csvColumns: ReadonlyArray<[string, (record: RequestLifecycle) => string | 
     ["priority", (r) => r.priority],
     ["max_tokens", (r) => r.maxTokens],
     ["prompt_tokens", (r) => r.promptTokens],
+    ["cached_tokens", (r) => r.cachedTokens],
     ["generated_tokens", (r) => r.generatedTokens],
     ["preemptions", (r) => r.preemptions.length],
     ["arrival", (r) => new Date(r.arrival).toISOString()],

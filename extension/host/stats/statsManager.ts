@@ -14,6 +14,9 @@
  *   a meaningless value from a zero timestamp); TPOT only when ≥ 2 tokens were generated (vLLM records 0).
  * - Prompt tokens count when the request's prefill is done (its first tokens arrive), as vLLM counts
  *   them; generation tokens as they arrive.
+ * - Prefix cache (vLLM's PrefixCacheStats): a request's lookup counts when it is first scheduled — its
+ *   prompt tokens queried, its cached tokens hit; the hit rate gauge is over the lookups of the last
+ *   `prefixCacheWindowRequests` requests (vLLM's CachingMetrics), not over time.
  * - Per client label (ClientStatsTable): the ledger and the finished requests' final token counts,
  *   and each client's own TTFTs and ITLs (ITL samples carry their request's label in the iteration stats).
  */
@@ -27,6 +30,7 @@ import type {EngineClientState, EngineObserver, RejectedMessage} from "../engine
 import type {EngineStep} from "../engineClient/engineStep.js";
 import type {EngineExit} from "../engineClient/engineTransport.js";
 import type {ReceivedSnapshot} from "../engineClient/statsChannelServer.js";
+import {CachingMetrics} from "./cachingMetrics.js";
 import {ClientStatsTable, type ClientRow} from "./clientStats.js";
 import {DeltaPublisher, type StatsListener, type SubscribeOptions, type ViewScalars} from "./deltaPublisher.js";
 import {EngineStateTracker} from "./engineStateTracker.js";
@@ -50,13 +54,16 @@ type Totals = {
     finishedPromptTokens: number,
     finishedGenerationTokens: number,
     preemptions: number,
+    prefixCacheQueries: number,
+    prefixCacheHits: number,
     rejectedMessages: number,
     ignoredEvents: number
 };
 
 const emptyTotals = (): Totals => ({
     arrived: 0, byReason: {stop: 0, length: 0, abort: 0, error: 0}, promptTokens: 0, generationTokens: 0,
-    finishedPromptTokens: 0, finishedGenerationTokens: 0, preemptions: 0, rejectedMessages: 0, ignoredEvents: 0
+    finishedPromptTokens: 0, finishedGenerationTokens: 0, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0,
+    rejectedMessages: 0, ignoredEvents: 0
 });
 
 export class StatsManager implements EngineObserver {
@@ -76,6 +83,7 @@ export class StatsManager implements EngineObserver {
     private readonly promptTokensWindow: SlidingWindowSum;
     private readonly generationTokensWindow: SlidingWindowSum;
     private readonly finishedWindow: SlidingWindowSum;
+    private readonly prefixCacheWindow: CachingMetrics;
     private readonly series: RingBuffer<TimeSeriesPoint>;
     private maxModelLen: number | undefined;
     private resetAt: number;
@@ -96,6 +104,7 @@ export class StatsManager implements EngineObserver {
         this.promptTokensWindow = new SlidingWindowSum(this.options.throughputWindowMs);
         this.generationTokensWindow = new SlidingWindowSum(this.options.throughputWindowMs);
         this.finishedWindow = new SlidingWindowSum(this.options.throughputWindowMs);
+        this.prefixCacheWindow = new CachingMetrics(this.options.prefixCacheWindowRequests);
         this.series = new RingBuffer(this.options.maxTimeSeriesPoints);
         this.publisher = new DeltaPublisher({
             scalars: (now) => this.scalars(now, this.options.sampleIntervalMs),
@@ -170,6 +179,11 @@ export class StatsManager implements EngineObserver {
                 this.clients.find(client)?.itl.observe(now, itlS[i]!);
         }
         this.totals.preemptions += iteration.preemptions;
+        if (iteration.prefixCacheRequests > 0) {
+            this.totals.prefixCacheQueries += iteration.prefixCacheQueries;
+            this.totals.prefixCacheHits += iteration.prefixCacheHits;
+            this.prefixCacheWindow.observe(iteration.prefixCacheRequests, iteration.prefixCacheQueries, iteration.prefixCacheHits);
+        }
         for (const lifecycle of iteration.updated) {
             const entry = this.inFlight.get(lifecycle);
             if (entry === undefined) {
@@ -287,6 +301,8 @@ export class StatsManager implements EngineObserver {
             generationTokens: totals.generationTokens,
             requests: this.ledger(),
             preemptions: totals.preemptions,
+            prefixCacheQueries: totals.prefixCacheQueries,
+            prefixCacheHits: totals.prefixCacheHits,
             rejectedMessages: totals.rejectedMessages,
             ignoredEvents: totals.ignoredEvents
         };
@@ -305,7 +321,8 @@ export class StatsManager implements EngineObserver {
             msSinceLastStep: engine.msSinceLastStep(now),
             promptTokensPerS: this.promptTokensWindow.ratePerS(now, this.resetAt),
             generationTokensPerS: this.generationTokensWindow.ratePerS(now, this.resetAt),
-            requestsPerS: this.finishedWindow.ratePerS(now, this.resetAt)
+            requestsPerS: this.finishedWindow.ratePerS(now, this.resetAt),
+            prefixCacheHitRate: this.prefixCacheWindow.hitRate
         };
     }
 
@@ -346,6 +363,7 @@ export class StatsManager implements EngineObserver {
         this.promptTokensWindow.clear();
         this.generationTokensWindow.clear();
         this.finishedWindow.clear();
+        this.prefixCacheWindow.reset();
         this.series.clear();
         for (const [serial, entry] of this.recent)
             if (entry.lifecycle.phase === "finished")

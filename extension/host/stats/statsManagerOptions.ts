@@ -18,6 +18,11 @@ export type StatsManagerOptions = {
     stallThresholdMs?: number,
     /** Window of the throughput gauges and time series (tokens/s, requests/s). Default 5000 ms. */
     throughputWindowMs?: number,
+    /**
+     * Window of the prefix-cache hit rate gauge, in requests: the lookups of about the last this many
+     * requests (vLLM's `CachingMetrics`, whose log line uses 1000). Default 1000.
+     */
+    prefixCacheWindowRequests?: number,
     /** Window of the exact percentiles. Default 5 minutes. */
     percentileWindowMs?: number,
     /** Values kept per metric for the percentiles (the oldest go first). Default 10,000. */
@@ -43,6 +48,7 @@ export const defaultStatsManagerOptions = {
     tickIntervalMs: 250,
     stallThresholdMs: 1000,
     throughputWindowMs: 5000,
+    prefixCacheWindowRequests: 1000,
     percentileWindowMs: 5 * 60_000,
     maxWindowValues: 10_000,
     maxClientWindowValues: 1000,
@@ -61,6 +67,7 @@ export function resolveStatsManagerOptions(options: StatsManagerOptions): Resolv
         tickIntervalMs: options.tickIntervalMs ?? defaultStatsManagerOptions.tickIntervalMs,
         stallThresholdMs: options.stallThresholdMs ?? defaultStatsManagerOptions.stallThresholdMs,
         throughputWindowMs: options.throughputWindowMs ?? defaultStatsManagerOptions.throughputWindowMs,
+        prefixCacheWindowRequests: options.prefixCacheWindowRequests ?? defaultStatsManagerOptions.prefixCacheWindowRequests,
         percentileWindowMs: options.percentileWindowMs ?? defaultStatsManagerOptions.percentileWindowMs,
         maxWindowValues: options.maxWindowValues ?? defaultStatsManagerOptions.maxWindowValues,
         maxClientWindowValues: options.maxClientWindowValues ?? defaultStatsManagerOptions.maxClientWindowValues,
@@ -73,7 +80,7 @@ export function resolveStatsManagerOptions(options: StatsManagerOptions): Resolv
     for (const key of positive)
         if (!(resolved[key] > 0) || !Number.isFinite(resolved[key]))
             throw new StatsOptionsError(`${key} must be a positive number, got ${resolved[key]}`);
-    const counts = ["maxWindowValues", "maxClientWindowValues", "maxTimeSeriesPoints", "maxRecentRequests"] as const;
+    const counts = ["prefixCacheWindowRequests", "maxWindowValues", "maxClientWindowValues", "maxTimeSeriesPoints", "maxRecentRequests"] as const;
     for (const key of counts)
         if (!Number.isInteger(resolved[key]) || resolved[key] < 1)
             throw new StatsOptionsError(`${key} must be a positive integer, got ${resolved[key]}`);

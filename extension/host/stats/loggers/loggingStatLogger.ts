@@ -1,6 +1,7 @@
 import {nowMs} from "../../../../common/clock.js";
 import type {EngineInfo} from "../../../../protocol/engineMessages.js";
 import type {IterationStats} from "../../engineClient/engineStep.js";
+import {CachingMetrics} from "../cachingMetrics.js";
 import type {EngineGaugeValues, StatLogger} from "./statLogger.js";
 
 export type LoggingStatLoggerOptions = {
@@ -11,15 +12,19 @@ export type LoggingStatLoggerOptions = {
     /** The engine's index in the prefix `Engine 000:`. Default 0. */
     engineIndex?: number,
     /** Clock for the start of the first interval, epoch ms. Default `nowMs`. */
-    now?: () => number
+    now?: () => number,
+    /** Requests the prefix-cache hit rate is taken over (vLLM's CachingMetrics). Default 1000, as vLLM. */
+    prefixCacheWindowRequests?: number
 };
 
 /**
  * vLLM's periodic log line, every `logIntervalS`:
  * `Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs,
- * GPU KV cache usage: Z%`
+ * GPU KV cache usage: Z%, Prefix cache hit rate: H%`
  * (`KV cache usage` on the CPU backend). Throughputs are the tokens recorded in the interval over its
- * length. Quiet when idle: no line when the interval and the one before it had no tokens and nothing
+ * length. The hit rate is not per interval: as vLLM's, it is cached tokens / prompt tokens looked up
+ * over the most recent 1000 requests (CachingMetrics), 0.0% before any lookup; `reset` clears it.
+ * Quiet when idle: no line when the interval and the one before it had no tokens and nothing
  * running or waiting — so the interval in which activity stopped is still reported, once.
  */
 export class LoggingStatLogger implements StatLogger {
@@ -31,6 +36,7 @@ export class LoggingStatLogger implements StatLogger {
     private generationTokens = 0;
     private cpu = false;
     private lastActive = false;
+    private readonly prefixCache: CachingMetrics;
 
     constructor(options: LoggingStatLoggerOptions) {
         const intervalS = options.logIntervalS ?? 10;
@@ -40,6 +46,7 @@ export class LoggingStatLogger implements StatLogger {
         this.intervalMs = intervalS * 1000;
         this.prefix = `Engine ${String(options.engineIndex ?? 0).padStart(3, "0")}: `;
         this.lastLogAt = (options.now ?? nowMs)();
+        this.prefixCache = new CachingMetrics(options.prefixCacheWindowRequests);
     }
 
     recordEngine(info: EngineInfo, _maxModelLen: number): void {
@@ -49,6 +56,7 @@ export class LoggingStatLogger implements StatLogger {
     record(_scheduler: unknown, iteration: IterationStats): void {
         this.promptTokens += iteration.promptTokens;
         this.generationTokens += iteration.generationTokens;
+        this.prefixCache.observe(iteration.prefixCacheRequests, iteration.prefixCacheQueries, iteration.prefixCacheHits);
     }
 
     recordRejected(): void {}
@@ -56,6 +64,7 @@ export class LoggingStatLogger implements StatLogger {
     reset(now: number): void {
         this.promptTokens = 0;
         this.generationTokens = 0;
+        this.prefixCache.reset();
         this.lastLogAt = now;
     }
 
@@ -82,6 +91,7 @@ export class LoggingStatLogger implements StatLogger {
         return `${this.prefix}Avg prompt throughput: ${promptThroughput.toFixed(1)} tokens/s, ` +
             `Avg generation throughput: ${generationThroughput.toFixed(1)} tokens/s, ` +
             `Running: ${gauges.running} reqs, Waiting: ${gauges.waiting} reqs, ` +
-            `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(gauges.kvCacheUsage * 100).toFixed(1)}%`;
+            `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(gauges.kvCacheUsage * 100).toFixed(1)}%, ` +
+            `Prefix cache hit rate: ${(this.prefixCache.hitRate * 100).toFixed(1)}%`;
     }
 }

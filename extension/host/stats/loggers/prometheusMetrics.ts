@@ -29,6 +29,8 @@ export const vllmMetricNames = {
     generationTokens: "vllm:generation_tokens_total",
     requestSuccess: "vllm:request_success_total",
     preemptions: "vllm:num_preemptions_total",
+    prefixCacheQueries: "vllm:prefix_cache_queries_total",
+    prefixCacheHits: "vllm:prefix_cache_hits_total",
     // EXTRA (not in vLLM):
     engineStall: "vllm:engine_stall_seconds",
     engineState: "vllm:engine_state",
@@ -57,6 +59,8 @@ export class VllmMetrics {
     readonly generationTokens: Counter<BaseLabel>;
     readonly requestSuccess: Counter<BaseLabel | "finished_reason">;
     readonly preemptions: Counter<BaseLabel>;
+    readonly prefixCacheQueries: Counter<BaseLabel>;
+    readonly prefixCacheHits: Counter<BaseLabel>;
     readonly engineStall: Gauge<BaseLabel>;
     readonly engineState: Gauge<BaseLabel | "state">;
     readonly vramUsed: Gauge<BaseLabel>;
@@ -77,6 +81,8 @@ export class VllmMetrics {
         this.waiting = gauge(n.waiting, "Number of requests waiting to be processed.");
         this.kvCacheUsage = gauge(n.kvCacheUsage, "KV-cache usage. 1 means 100 percent usage.");
         this.preemptions = counter(n.preemptions, "Cumulative number of preemption from the engine.");
+        this.prefixCacheQueries = counter(n.prefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens.");
+        this.prefixCacheHits = counter(n.prefixCacheHits, "Prefix cache hits, in terms of number of cached tokens.");
         this.promptTokens = counter(n.promptTokens, "Number of prefill tokens processed.");
         this.generationTokens = counter(n.generationTokens, "Number of generation tokens processed.");
         this.requestSuccess = new Counter({

@@ -108,6 +108,10 @@ export class PrometheusStatLogger implements StatLogger {
             m.itl.observe(labels, itl);
         if (iteration.preemptions > 0)
             m.preemptions.inc(labels, iteration.preemptions);
+        if (iteration.prefixCacheRequests > 0) {
+            m.prefixCacheQueries.inc(labels, iteration.prefixCacheQueries);
+            m.prefixCacheHits.inc(labels, iteration.prefixCacheHits);
+        }
         for (const request of iteration.finished)
             this.recordFinished(labels, request);
     }
@@ -187,7 +191,7 @@ export class PrometheusStatLogger implements StatLogger {
         if (m.lengths !== undefined)
             for (const histogram of [m.lengths.prompt, m.lengths.generation, m.lengths.maxTokens])
                 histogram.zero(labels);
-        for (const counter of [m.promptTokens, m.generationTokens, m.preemptions])
+        for (const counter of [m.promptTokens, m.generationTokens, m.preemptions, m.prefixCacheQueries, m.prefixCacheHits])
             counter.inc(labels, 0);
         for (const reason of finishReasons)
             m.requestSuccess.inc({...labels, finished_reason: reason}, 0);
