@@ -39,6 +39,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 backend: run.info.backend,
                 num_prompts: options.numPrompts,
                 input_len: options.inputLen,
+                prefix_len: options.prefixLen,
                 output_len: options.outputLen,
                 max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
                 request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",
@@ -91,15 +92,19 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
         if (counts.size > 5)
             io.stderr(`  … and ${counts.size - 5} other errors\n`);
     }
+    if (target.resentRequests > 0)
+        io.stderr(`${target.resentRequests} request(s) sent again: the server had closed their kept-alive connection\n`);
     if (options.jsonPath !== undefined) {
         const json = {
             ...metrics,
             base_url: target.baseUrl,
             endpoint: target.endpoint,
+            resent_requests: target.resentRequests,
             cache_prompt: http.cachePrompt ?? null,
             model_name: target.model,
             num_prompts: options.numPrompts,
             input_len: options.inputLen,
+            prefix_len: options.prefixLen,
             output_len: options.outputLen,
             max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
             request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",

@@ -42,6 +42,7 @@ import {spawn} from "node:child_process";
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
+import {errorMessage} from "../common/errorMessage.js";
 import {bundledEntryPath} from "../engine/bundlePaths.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
@@ -240,6 +241,8 @@ async function main(): Promise<void> {
     console.error(`warm-up done (${elapsed(started)})`);
 
     const rows: Row[] = [];
+    const failures: Array<Omit<Row, "output_throughput" | "median_ttft_ms" | "p99_ttft_ms" | "median_itl_ms" | "p99_itl_ms" |
+        "request_throughput" | "total_input_tokens"> & {error: string}> = [];
     const total = repeats * points.length * caches.length * targets.length;
     for (let repeat = 0; repeat < repeats; repeat++)
         for (const [pointIndex, point] of points.entries()) {
@@ -254,8 +257,20 @@ async function main(): Promise<void> {
                 const shift = repeat + 2 * pointIndex + (cache ? 0 : 1);
                 const order = targets.map((_, i) => targets[(i + shift) % targets.length]!);
                 for (const target of order) {
-                    const metrics = target === "llama-server" ? await llamaRun(binary, modelPath, point, cache)
-                        : target === "ipc" ? await ipcRun(modelPath, point, cache) : await httpRun(modelPath, point, cache);
+                    const run = (): Promise<BenchMetrics> => target === "llama-server" ? llamaRun(binary, modelPath, point, cache)
+                        : target === "ipc" ? ipcRun(modelPath, point, cache) : httpRun(modelPath, point, cache);
+                    // A run that fails (a dropped connection, a crashed server) is reported and run once more on a fresh
+                    // server; a second failure stops the benchmark.
+                    let metrics: BenchMetrics;
+                    try {
+                        metrics = await run();
+                    } catch (error) {
+                        const detail = errorMessage(error);
+                        failures.push({repeat, concurrency: point.concurrency ?? null, request_rate: Number.isFinite(point.rate) ? point.rate : "inf",
+                            prefix_cache: cacheName(cache), target, error: detail});
+                        console.error(`run failed, retrying once on a fresh server: ${detail}`);
+                        metrics = await run();
+                    }
                     rows.push({concurrency: point.concurrency ?? null, request_rate: Number.isFinite(point.rate) ? point.rate : "inf",
                         prefix_cache: cacheName(cache), target, repeat, output_throughput: metrics.output_throughput,
                         median_ttft_ms: metrics.median_ttft_ms, p99_ttft_ms: metrics.p99_ttft_ms, median_itl_ms: metrics.median_itl_ms,
@@ -279,6 +294,8 @@ async function main(): Promise<void> {
             console.log(`${summary.table}\n`);
             ratios.push(...summary.ratios);
         }
+    if (failures.length > 0)
+        console.log(`${failures.length} run(s) failed once and were run again: ${failures.map((f) => `${f.target} (${f.error})`).join("; ")}`);
     if (values.json !== undefined) {
         const poisson = points.find((p) => p.concurrency === undefined);
         fs.writeFileSync(values.json, JSON.stringify({
@@ -291,7 +308,8 @@ async function main(): Promise<void> {
                     prefix_cache_off: "cache_prompt: false in every request"},
                 ours: {engine_args: engineArgs, prefix_cache_off: "--prefix-cache off"}},
             results: rows,
-            ratios
+            ratios,
+            failed_runs: failures
         }, null, 2) + "\n");
         console.log(`wrote ${values.json}`);
     }

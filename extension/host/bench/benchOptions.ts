@@ -9,6 +9,8 @@ export type BenchOptions = {
     demoModelSize: DemoModelSize,
     numPrompts: number,
     inputLen: number,
+    /** A prefix of about this many tokens shared by every prompt, before its own `inputLen` (vLLM's `--random-prefix-len`). */
+    prefixLen: number,
     outputLen: number,
     /** Most requests in flight at once; Infinity = no limit. */
     maxConcurrency: number,

@@ -79,6 +79,13 @@ function fetchFailure(error: unknown): string {
     return cause !== undefined ? errorMessage(cause) : errorMessage(error);
 }
 
+/** Whether fetch failed because the server closed a kept-alive connection before answering (undici's "other side closed", a reset). */
+function isStaleConnection(error: unknown): boolean {
+    const cause = error instanceof Error ? error.cause : undefined;
+    const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : "";
+    return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+}
+
 /** `HTTP 400: message` from an error response (OpenAI's `{"error": {"message"}}` body, else its text). */
 async function statusFailure(response: Response): Promise<string> {
     const text = await response.text().catch(() => "");
@@ -96,6 +103,8 @@ async function statusFailure(response: Response): Promise<string> {
 }
 
 export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
+    /** Requests sent a second time because their kept-alive connection had been closed by the server. */
+    resentRequests = 0;
     private readonly url: string;
     private readonly headers: Record<string, string>;
 
@@ -145,10 +154,20 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             return result;
         };
         let response: Response;
-        try {
-            response = await fetch(this.url, {method: "POST", headers: this.headers, body, signal});
-        } catch (error) {
-            return fail(`POST ${this.url}: ${fetchFailure(error)}`);
+        for (let attempt = 0; ; attempt++) {
+            try {
+                response = await fetch(this.url, {method: "POST", headers: this.headers, body, signal});
+                break;
+            } catch (error) {
+                // A kept-alive connection the server closed as the request went out (llama.cpp's server closes
+                // one after a few requests): nothing reached the server, so it is sent once more on a new
+                // connection, as HTTP clients do; the time lost stays in this request's TTFT.
+                if (attempt === 0 && !signal.aborted && isStaleConnection(error)) {
+                    this.resentRequests++;
+                    continue;
+                }
+                return fail(`POST ${this.url}: ${fetchFailure(error)}`);
+            }
         }
         if (!response.ok)
             return fail(await statusFailure(response));

@@ -80,7 +80,8 @@ async function runWithProgress<Result extends BenchResult>(target: BenchTarget<R
 export type WorkloadRun<Result extends BenchResult> = {results: Result[], durationS: number};
 
 /** What a workload sends: vLLM's random dataset shape. */
-export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed">;
+export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed"> &
+    Partial<Pick<BenchOptions, "prefixLen">>;
 
 /** The engine over IPC as a benchmark target; requests are labelled `bench`. */
 export function engineTarget(client: EngineClient): BenchTarget<RequestResult> {
@@ -105,7 +106,9 @@ export async function runWorkloadOn<Result extends BenchResult>(
     target: BenchTarget<Result>, workload: Workload, onProgress?: (done: number) => void, signal?: AbortSignal
 ): Promise<WorkloadRun<Result>> {
     const rng = new Xoshiro128(workload.seed);
-    const prompts = Array.from({length: workload.numPrompts}, () => makePrompt(rng, workload.inputLen));
+    const prefixLen = workload.prefixLen ?? 0;
+    const prefix = prefixLen > 0 ? `${makePrompt(rng, prefixLen)} ` : "";
+    const prompts = Array.from({length: workload.numPrompts}, () => prefix + makePrompt(rng, workload.inputLen));
     let done = 0;
     let inFlight = 0;
     let slotFreed: (() => void) | undefined;
