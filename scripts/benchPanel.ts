@@ -297,7 +297,8 @@ async function installProbe(page: Page): Promise<void> {
 
 type PageState = {
     seq: number, received: number, rejected: number, gaps: number, renders: number, seriesPoints: number, seriesSpanS: number,
-    seriesBacking: number, requests: number, timelineRows: number, clientRows: number, completedTile: number | null, chartInk: Record<string, number>
+    seriesBacking: number, requests: number, timelineRows: number, clientRows: number, completedTile: number | null,
+    chartInk: Record<string, number>
 };
 
 /** What the page holds and shows; `chartInk`: the share of each chart's canvas pixels drawn. */
