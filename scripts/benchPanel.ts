@@ -153,7 +153,8 @@ class Traffic {
             const request = {id: `req-${this.nextId++}`, promptTokens: this.int(32, 512), outputLen: this.int(16, 96), generated: 0};
             const client = clientLabels[this.int(0, clientLabels.length - 1)]!;
             this.manager.onOutputs(this.processor.arrive(request.id, client, t, 0, request.outputLen));
-            events.push({kind: "inputProcessed", id: request.id, t, promptTokens: request.promptTokens}, {kind: "queued", id: request.id, t});
+            events.push({kind: "inputProcessed", id: request.id, t, promptTokens: request.promptTokens}, {kind: "queued", id: request.id,
+                t});
             this.waiting.push(request);
         }
         for (let i = 0; i < this.running.length; i++) {
@@ -328,7 +329,8 @@ async function pageState(page: Page): Promise<PageState> {
         }
         const completed = document.querySelector<HTMLElement>('[data-metric="completed"]')?.dataset.value;
         return {
-            seq: app.store.seq, received: app.counters.received, rejected: app.counters.rejected, gaps: app.counters.gaps, renders: app.counters.renders,
+            seq: app.store.seq, received: app.counters.received, rejected: app.counters.rejected, gaps: app.counters.gaps,
+            renders: app.counters.renders,
             seriesPoints: points.length, seriesSpanS: points.length < 2 ? 0 : (points[points.length - 1]!.t - points[0]!.t) / 1000,
             seriesBacking: app.store.series.capacityUsed, requests: app.store.requests.size, timelineRows: app.timeline.shownRows.length,
             clientRows: document.querySelectorAll("[data-card=clients] tbody tr").length,
@@ -342,18 +344,22 @@ function checkPage(state: PageState, manager: StatsManager, when: string): void 
     check(state.rejected === 0, `${when}: the page rejected ${state.rejected} messages`);
     check(state.gaps === 0, `${when}: the page saw ${state.gaps} seq gaps`);
     check(state.requests === 500, `${when}: the page holds ${state.requests} requests, not 500`);
-    check(state.seriesPoints >= 890 && state.seriesSpanS >= 14.5 * 60, `${when}: the page holds ${state.seriesPoints} points over ${state.seriesSpanS} s`);
+    check(state.seriesPoints >= 890 && state.seriesSpanS >= 14.5 * 60,
+        `${when}: the page holds ${state.seriesPoints} points over ${state.seriesSpanS} s`);
     check(state.timelineRows === 50, `${when}: the timeline shows ${state.timelineRows} rows, not 50`);
     check(state.clientRows === clientLabels.length, `${when}: the clients table has ${state.clientRows} rows, not ${clientLabels.length}`);
     for (const name of chartNames)
-        check(state.chartInk[name]! > 0.01, `${when}: chart ${name} has ${((state.chartInk[name] ?? 0) * 100).toFixed(2)}% of its pixels drawn`);
+        check(state.chartInk[name]! > 0.01,
+            `${when}: chart ${name} has ${((state.chartInk[name] ?? 0) * 100).toFixed(2)}% of its pixels drawn`);
     const completed = manager.counters().requests.completed;
     check(state.completedTile === completed, `${when}: the page shows ${state.completedTile} completed, the manager counts ${completed}`);
 }
 
 type MemoryPoint = {
-    simulated_minutes: number, deltas: number, page_heap_used_bytes: number, page_heap_total_bytes: number, page_embedder_heap_bytes: number,
-    page_dom_nodes: number, page_js_event_listeners: number, page_series_backing: number, host_rss_bytes: number, host_heap_used_bytes: number
+    simulated_minutes: number, deltas: number, page_heap_used_bytes: number, page_heap_total_bytes: number,
+    page_embedder_heap_bytes: number,
+    page_dom_nodes: number, page_js_event_listeners: number, page_series_backing: number, host_rss_bytes: number,
+    host_heap_used_bytes: number
 };
 
 async function memoryPoint(cdp: CDPSession, page: Page, simulatedMinutes: number, deltas: number): Promise<MemoryPoint> {
@@ -403,7 +409,8 @@ async function main(): Promise<void> {
     const fillWallS = (nowMs() - fillBegan) / 1000;
     clock.real();
     const filled = manager.snapshot();
-    check(filled.requests.length === 500 && filled.timeSeries.length >= 15 * 60, `the fill left ${filled.requests.length} requests and ${filled.timeSeries.length} points`);
+    check(filled.requests.length === 500 && filled.timeSeries.length >= 15 * 60,
+        `the fill left ${filled.requests.length} requests and ${filled.timeSeries.length} points`);
 
     // ---- live: real-time traffic and the 250 ms tick ---------------------------------------------
     let trafficTimer: NodeJS.Timeout | undefined = setInterval(() => traffic.runUntil(clock.now()), stepMs);
@@ -418,7 +425,8 @@ async function main(): Promise<void> {
     let browser: LaunchedBrowser | undefined;
     const problems: string[] = [];
     try {
-        server = await DashboardServer.listen({port: 0, source: tap.source(), webviewDir: webviewDistDir, engineStartedAt: () => fillStart});
+        server = await DashboardServer.listen({port: 0, source: tap.source(), webviewDir: webviewDistDir,
+            engineStartedAt: () => fillStart});
         browser = await launchChromium();
         const page = await browser.context.newPage();
         // tsx keeps function names with a __name() helper the page does not have (the code given to page.evaluate is tsx's output).
@@ -462,7 +470,8 @@ async function main(): Promise<void> {
         check(timings.length >= liveSent - 2, `the page applied ${timings.length} of ${liveSent} deltas`);
         const matched = timings.filter((timing) => tap.sentAt.has(timing.seq));
         check(matched.length >= timings.length - 2, `${timings.length - matched.length} applied deltas have no send time`);
-        check(matched.every((timing) => timing.rendered && Number.isFinite(timing.paintedAt)), "a delta was applied but no render or next frame followed");
+        check(matched.every((timing) => timing.rendered && Number.isFinite(timing.paintedAt)),
+            "a delta was applied but no render or next frame followed");
         const toHost = (pageTime: number): number => pageTime - offset.offsetMs;
         const sendToPainted = matched.map((timing) => toHost(timing.paintedAt) - tap.sentAt.get(timing.seq)!);
         const sendToReceived = matched.map((timing) => toHost(timing.receivedAt) - tap.sentAt.get(timing.seq)!);
@@ -474,9 +483,11 @@ async function main(): Promise<void> {
             clock_offset_ms: offset.offsetMs, clock_offset_uncertainty_ms: offset.uncertaintyMs,
             clock_offset_drift_ms: offsetAfter.offsetMs - offsetBefore.offsetMs,
             send_to_painted_ms: stats(sendToPainted), send_to_received_ms: stats(sendToReceived),
-            received_to_rendered_ms: stats(receivedToRendered), received_to_painted_ms: stats(receivedToPainted), render_frame_ms: stats(renderFrame),
+            received_to_rendered_ms: stats(receivedToRendered), received_to_painted_ms: stats(receivedToPainted),
+            render_frame_ms: stats(renderFrame),
             target_p99_ms: latencyTargetMs, pass: percentile(sendToPainted, 99) <= latencyTargetMs,
-            raw: matched.map((timing, i) => ({seq: timing.seq, send_to_received_ms: sendToReceived[i], received_to_rendered_ms: receivedToRendered[i],
+            raw: matched.map((timing, i) => ({seq: timing.seq, send_to_received_ms: sendToReceived[i],
+                received_to_rendered_ms: receivedToRendered[i],
                 received_to_painted_ms: receivedToPainted[i], send_to_painted_ms: sendToPainted[i]}))
         };
         tap.sentAt.clear();
@@ -503,8 +514,9 @@ async function main(): Promise<void> {
             const sent = tap.sent;
             manager.tick();
             check(tap.sent === sent + 1, "a tick with traffic sent no delta");
-            check(await page.evaluate(([seq, timeout]) => window.__benchPanelProbe!.waitRendered(seq, timeout), [tap.lastSeq, 15_000] as const),
-                `the page did not apply delta ${tap.lastSeq} within 15 s`);
+            check(await page.evaluate(([seq, timeout]) => window.__benchPanelProbe!.waitRendered(seq, timeout), [tap.lastSeq,
+                15_000] as const),
+            `the page did not apply delta ${tap.lastSeq} within 15 s`);
         };
         for (let i = 0; i < warmUpDeltas; i++)
             await pushDelta();
@@ -516,7 +528,8 @@ async function main(): Promise<void> {
             if (checkpoints.has(delta)) {
                 points.push(await memoryPoint(cdp, page, delta * deltaMs / 60_000, delta));
                 const last = points[points.length - 1]!;
-                console.log(`  ${last.simulated_minutes.toFixed(1)} min: page heap ${mb(last.page_heap_used_bytes)}, host RSS ${mb(last.host_rss_bytes)}`);
+                console.log(`  ${last.simulated_minutes.toFixed(1)} min: page heap ${mb(last.page_heap_used_bytes)},
+                    host RSS ${mb(last.host_rss_bytes)}`);
             }
         }
         const memoryWallS = (nowMs() - memoryBegan) / 1000;
@@ -540,16 +553,19 @@ async function main(): Promise<void> {
         const result = {
             chromium: browser.context.browser()?.version() ?? "unknown", viewport,
             setup: {fill_simulated_minutes: fillMinutes, fill_wall_s: fillWallS, ledger_requests: filled.requests.length,
-                series_points: filled.timeSeries.length, requests_finished: traffic.finished, token_events: traffic.tokens, steps: traffic.steps},
+                series_points: filled.timeSeries.length, requests_finished: traffic.finished, token_events: traffic.tokens,
+                steps: traffic.steps},
             page_after_live: afterLive, page_after_memory: afterMemory, latency, memory
         };
 
         const s = latency.send_to_painted_ms;
         console.log(`Stats panel at scale in headless Chromium ${result.chromium} (${viewport.width}×${viewport.height}, window 15 min): ` +
             `${afterLive.requests} requests, ${afterLive.seriesPoints} time-series points, ${clientLabels.length} clients`);
-        console.log(`  delta → painted, ${liveSeconds} s live at 4 Hz, ${s.count} deltas: host send → painted p50 ${ms(s.p50)}, p99 ${ms(s.p99)}, ` +
+        console.log(`  delta → painted, ${liveSeconds} s live at 4 Hz, ${s.count} deltas: host send → painted p50 ${ms(s.p50)},
+            p99 ${ms(s.p99)}, ` +
             `max ${ms(s.max)} (target p99 ≤ ${latencyTargetMs} ms: ${verdict(latency.pass)})`);
-        console.log(`    page receive → painted p50 ${ms(latency.received_to_painted_ms.p50)}, p99 ${ms(latency.received_to_painted_ms.p99)}; ` +
+        console.log(`    page receive → painted p50 ${ms(latency.received_to_painted_ms.p50)},
+            p99 ${ms(latency.received_to_painted_ms.p99)}; ` +
             `render frame p50 ${ms(latency.render_frame_ms.p50)}, p99 ${ms(latency.render_frame_ms.p99)}; ` +
             `transit p99 ${ms(latency.send_to_received_ms.p99)}; clocks aligned ±${latency.clock_offset_uncertainty_ms.toFixed(2)} ms`);
         console.log(`  memory, ${minutes} simulated minutes at 4 Hz (${deltasPlanned} deltas of 250 ms each, accelerated: ` +
