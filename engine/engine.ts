@@ -32,8 +32,6 @@ type ActiveRequest = {
     debugBlockMs: number,
     promptTokens: Token[],
     generated: Token[],
-    /** Prompt + maxTokens: what this request may hold in the KV cache. */
-    kvBudget: number,
     slot: Slot | undefined,
     /** Leading tokens of the input already in the slot's KV cache when it started (prefix caching). */
     cachedTokens: number,
@@ -64,7 +62,6 @@ export class Engine {
     private readonly kvCapacity: number;
     /** The most tokens one request may hold: its sequence's cells. */
     private readonly sequenceCapacity: number;
-    private kvReserved = 0;
     private arrivalSeq = 0;
     private pendingEvents: RequestEvent[] = [];
     private pendingTokenRequests = new Set<ActiveRequest>();
@@ -180,7 +177,6 @@ export class Engine {
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
             promptTokens: [],
             generated: [],
-            kvBudget: 0,
             slot: undefined,
             cachedTokens: 0,
             scheduledOnce: false,
@@ -210,10 +206,11 @@ export class Engine {
             return this.finish(active, "error", "the prompt is empty after tokenization", "invalid_request");
         if (request.clampMaxTokens === true)
             active.maxTokens = Math.max(1, Math.min(active.maxTokens, this.sequenceCapacity - active.promptTokens.length));
-        active.kvBudget = active.promptTokens.length + active.maxTokens;
-        if (active.kvBudget > this.sequenceCapacity)
+        // Each sequence has its own cells, so a request that fits one never waits for the others' room.
+        const needs = active.promptTokens.length + active.maxTokens;
+        if (needs > this.sequenceCapacity)
             return this.finish(active, "error",
-                `this model's context holds ${this.sequenceCapacity} tokens, but the request needs ${active.kvBudget} ` +
+                `this model's context holds ${this.sequenceCapacity} tokens, but the request needs ${needs} ` +
                 `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`, "context_length_exceeded");
 
         this.queue.push(active);
@@ -231,16 +228,16 @@ export class Engine {
         request.stop = "cancel"; // running (or still processing input): stops at its next token
     }
 
-    /** Starts waiting requests on free sequences while the KV budget allows; preempts for higher priority. */
+    /** Starts waiting requests on free sequences; preempts for higher priority. */
     private schedule(): void {
         while (!this.disposed) {
             const next = this.queue.peek();
             if (next === undefined)
                 break;
             const free = this.pickSlot(next);
-            if (free !== undefined && this.kvReserved + next.kvBudget <= this.kvCapacity) {
+            if (free !== undefined) {
                 this.queue.shift();
-                this.start(next, free);
+                this.start(next, free.slot, free.shared);
                 continue;
             }
             this.preemptFor(next);
@@ -258,7 +255,7 @@ export class Engine {
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
      * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer).
      */
-    private pickSlot(request: ActiveRequest): Slot | undefined {
+    private pickSlot(request: ActiveRequest): {slot: Slot, shared: number} | undefined {
         let best: Slot | undefined;
         let bestShared = -1;
         const input = inputTokens(request);
@@ -266,7 +263,7 @@ export class Engine {
             if (slot.request !== undefined)
                 continue;
             if (!this.prefixCache)
-                return slot;
+                return {slot, shared: 0};
             const shared = slot.sequence.compareContextTokens(input).firstDifferentIndex;
             const fewerTokens = best !== undefined && slot.sequence.nextTokenIndex < best.sequence.nextTokenIndex;
             if (shared > bestShared || (shared === bestShared && fewerTokens)) {
@@ -274,7 +271,7 @@ export class Engine {
                 bestShared = shared;
             }
         }
-        return best;
+        return best === undefined ? undefined : {slot: best, shared: bestShared};
     }
 
     /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */
@@ -294,14 +291,12 @@ export class Engine {
             victim.stop = "preempt";
     }
 
-    private start(request: ActiveRequest, slot: Slot): void {
+    /** `shared`: leading input tokens already in the slot's cache (pickSlot's comparison). */
+    private start(request: ActiveRequest, slot: Slot, shared: number): void {
         slot.request = request;
         request.slot = slot;
         // At least the last input token is evaluated again: its logits give the first new token.
-        request.cachedTokens = this.prefixCache
-            ? Math.min(slot.sequence.compareContextTokens(inputTokens(request)).firstDifferentIndex, inputTokens(request).length - 1)
-            : 0;
-        this.kvReserved += request.kvBudget;
+        request.cachedTokens = Math.min(shared, inputTokens(request).length - 1);
         if (this.runningCount === 1)
             this.stats?.counters.restartStepClock(Date.now());
         this.updateQueueCounters();
@@ -404,7 +399,6 @@ export class Engine {
         }
         slot.request = undefined;
         request.slot = undefined;
-        this.kvReserved -= request.kvBudget;
 
         if (reason !== undefined)
             this.finish(request, reason, error, errorCode);
