@@ -15,16 +15,15 @@
  * Prints per-pair numbers and the medians: output throughput HTTP/IPC and median TTFT HTTP − IPC (ms).
  * A benchmark, not a test.
  */
-import {spawn} from "node:child_process";
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
-import {bundledEntryPath} from "../engine/bundlePaths.js";
 import {ensureDemoModel, isDemoModelSize} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+import {startServe} from "./serveProcess.js";
 
 const {values} = parseArgs({options: {
     "pairs": {type: "string", default: "5"},
@@ -61,31 +60,6 @@ async function ipcRun(modelPath: string): Promise<BenchMetrics> {
     return run.metrics;
 }
 
-/** Starts `inference-monitor serve` on a free port and resolves once its model is ready. */
-async function startServer(modelPath: string): Promise<{baseUrl: string, stop: () => Promise<void>}> {
-    const child = spawn(process.execPath, [bundledEntryPath("cli.js"), "serve", "--model", modelPath, "--port", "0", "--threads", engine.threads,
-        "--parallel", engine.parallel, "--log-interval", "3600"], {stdio: ["ignore", "pipe", "pipe"]});
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-        stderr += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const baseUrl = await new Promise<string>((resolve, reject) => {
-        let stdout = "";
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-            stdout += chunk;
-            const url = /OpenAI-compatible API: (http:\S+\/v1)/.exec(stdout)?.[1];
-            if (url !== undefined && stdout.includes("Ready:"))
-                resolve(url);
-        });
-        void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-    });
-    return {baseUrl, stop: async () => {
-        child.kill("SIGINT");
-        await exited;
-    }};
-}
-
 async function generationTokensTotal(baseUrl: string): Promise<number> {
     const text = await (await fetch(`${baseUrl.replace(/\/v1$/, "")}/metrics`)).text();
     const match = /^vllm:generation_tokens_total\{[^}]*\} (\d+)$/m.exec(text);
@@ -95,7 +69,7 @@ async function generationTokensTotal(baseUrl: string): Promise<number> {
 }
 
 async function httpRun(modelPath: string): Promise<BenchMetrics> {
-    const server = await startServer(modelPath);
+    const server = await startServe(modelPath, ["--threads", engine.threads, "--parallel", engine.parallel, "--log-interval", "3600"]);
     try {
         const options = parseBenchArgs(["--base-url", server.baseUrl, ...workload], false);
         const run = await runHttpBenchmark(options, options.http!, {stderr: () => undefined});

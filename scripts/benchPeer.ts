@@ -38,12 +38,10 @@
  * each server's generated-token counter in /metrics), else the script stops with the details.
  * A benchmark, not a test: do not run it next to other measurements.
  */
-import {spawn} from "node:child_process";
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {bundledEntryPath} from "../engine/bundlePaths.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import type {HttpRequestResult} from "../extension/host/bench/openaiHttpTarget.js";
@@ -52,6 +50,7 @@ import {benchTemperature} from "../extension/host/bench/workload.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
+import {startServe} from "./serveProcess.js";
 
 const {values} = parseArgs({options: {
     json: {type: "string"},
@@ -117,34 +116,9 @@ async function ipcRun(modelPath: string, point: LoadPoint, prefixCache: boolean,
     return run.metrics;
 }
 
-/** Starts `inference-monitor serve` on a free port and resolves once its model is ready. */
-async function startServe(modelPath: string, prefixCache: boolean): Promise<{baseUrl: string, stop: () => Promise<void>}> {
-    const child = spawn(process.execPath, [bundledEntryPath("cli.js"), "serve", "--model", modelPath, "--port", "0", ...engineArgs,
-        "--prefix-cache", prefixCache ? "on" : "off", "--log-interval", "3600"], {stdio: ["ignore", "pipe", "pipe"]});
-    killOnExit(child);
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-        stderr += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    const baseUrl = await new Promise<string>((resolve, reject) => {
-        let stdout = "";
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-            stdout += chunk;
-            const url = /OpenAI-compatible API: (http:\S+\/v1)/.exec(stdout)?.[1];
-            if (url !== undefined && stdout.includes("Ready:"))
-                resolve(url);
-        });
-        void exited.then((code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-    });
-    return {baseUrl, stop: async () => {
-        child.kill("SIGINT");
-        await exited;
-    }};
-}
-
 async function httpRun(modelPath: string, point: LoadPoint, prefixCache: boolean, numPrompts?: number): Promise<BenchMetrics> {
-    const server = await startServe(modelPath, prefixCache);
+    const server = await startServe(modelPath, [...engineArgs, "--prefix-cache", prefixCache ? "on" : "off", "--log-interval", "3600"],
+        killOnExit);
     try {
         const options = parseBenchArgs(["--base-url", server.baseUrl, ...benchArgs(point, numPrompts)], false);
         const run = await runHttpBenchmark(options, options.http!, {stderr: () => undefined});
