@@ -79,6 +79,9 @@ function fetchFailure(error: unknown): string {
     return cause !== undefined ? errorMessage(cause) : errorMessage(error);
 }
 
+/** Tries per request when the connection turns out closed before anything was sent back. */
+export const maxSendAttempts = 8;
+
 /** Whether fetch failed because the server closed a kept-alive connection before answering (undici's "other side closed", a reset). */
 function isStaleConnection(error: unknown): boolean {
     const cause = error instanceof Error ? error.cause : undefined;
@@ -154,15 +157,17 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             return result;
         };
         let response: Response;
-        for (let attempt = 0; ; attempt++) {
+        for (let attempt = 1; ; attempt++) {
             try {
                 response = await fetch(this.url, {method: "POST", headers: this.headers, body, signal});
                 break;
             } catch (error) {
-                // A kept-alive connection the server closed as the request went out (llama.cpp's server closes
-                // one after a few requests): nothing reached the server, so it is sent once more on a new
-                // connection, as HTTP clients do; the time lost stays in this request's TTFT.
-                if (attempt === 0 && !signal.aborted && isStaleConnection(error)) {
+                // llama.cpp's server closes the connection after each streamed response without saying so
+                // (no `Connection: close`), so the pool can hand out a socket whose FIN is still in flight, and
+                // every pooled socket can be one. Nothing reached the server: the request goes out again, as
+                // curl does; each try drops one dead socket, so a few always reach a live or new one. The
+                // time lost stays in this request's TTFT.
+                if (attempt < maxSendAttempts && !signal.aborted && isStaleConnection(error)) {
                     this.resentRequests++;
                     continue;
                 }
