@@ -4,9 +4,11 @@
  * stats channel's heartbeat while the engine's main thread is blocked.
  */
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
 import {statsSecretHeader} from "../../protocol/statsChannel.js";
+import {engineThreadpoolSize} from "../../extension/host/engineClient/childProcessTransport.js";
 import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
 import type {EngineStep} from "../../extension/host/engineClient/engineStep.js";
 import type {RequestResult} from "../../extension/host/engineClient/requestState.js";
@@ -59,6 +61,27 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.equal(info.threads, 1);
             assert.equal(info.pid === process.pid, mode === "inProcess");
         });
+
+        if (mode === "process") {
+            test("the engine process runs with one libuv thread unless the environment says otherwise", async () => {
+                const threadpoolOf = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, "latin1").split("\0")
+                    .find((entry) => entry.startsWith("UV_THREADPOOL_SIZE="));
+                assert.equal(threadpoolOf(client.info!.pid), `UV_THREADPOOL_SIZE=${engineThreadpoolSize}`);
+                const inherited = process.env.UV_THREADPOOL_SIZE;
+                process.env.UV_THREADPOOL_SIZE = "3";
+                try {
+                    const other = await startClient({mode, parallel: 1, statsIntervalMs: 0});
+                    try {
+                        assert.equal(threadpoolOf(other.info!.pid), "UV_THREADPOOL_SIZE=3");
+                    } finally {
+                        await other.stop();
+                    }
+                } finally {
+                    if (inherited === undefined) delete process.env.UV_THREADPOOL_SIZE;
+                    else process.env.UV_THREADPOOL_SIZE = inherited;
+                }
+            });
+        }
 
         test("generates exactly maxTokens with ignoreEos and reports the whole lifecycle", async () => {
             const handle = client.generate({prompt, maxTokens: 24, ignoreEos: true, seed: 7});

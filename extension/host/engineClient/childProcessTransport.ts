@@ -9,6 +9,19 @@ import type {EngineExit, EngineTransport} from "./engineTransport.js";
 const stderrKeepChars = 4000;
 
 /**
+ * libuv threads in the engine process, unless the environment already sets UV_THREADPOOL_SIZE.
+ * node-llama-cpp runs each decode and each sequence's sampling as an async native task on this pool,
+ * and a step's tasks wait on each other anyway (the samples need the decode's logits, the next decode
+ * needs every sample). With Node's 4
+ * threads the samples run at once and the decode lands on a different thread each step; with one, the
+ * decode stays on a warm thread and the samples run back to back. Measured here (2 vCPUs, demo `small`,
+ * 1 llama thread, `node --import tsx scripts/benchThreadpool.ts --repeats 7 --sizes 1,2,4`), output
+ * tok/s with 1 / 2 / 4 threads: 463 / 400 / 373 at 1 concurrent request, 759 / 727 / 747 at 4, 703 /
+ * 675 / 675 at 8. GPU backends were not measured.
+ */
+export const engineThreadpoolSize = 1;
+
+/**
  * Runs the engine in its own process: `fork` with this process's own executable and
  * ELECTRON_RUN_AS_NODE=1, so it works from VS Code's Electron extension host too. Options and the
  * stats secret travel in the environment, never in argv.
@@ -21,7 +34,12 @@ export class ChildProcessTransport implements EngineTransport {
     private readonly exitHandlers: Array<(exit: EngineExit) => void> = [];
 
     constructor(options: EngineOptions, entryFile = bundledEntryPath("engineMain.js")) {
-        const env: NodeJS.ProcessEnv = {...process.env, ELECTRON_RUN_AS_NODE: "1", [engineOptionsEnv]: serializeEngineOptions(options)};
+        const env: NodeJS.ProcessEnv = {
+            UV_THREADPOOL_SIZE: String(engineThreadpoolSize),
+            ...process.env,
+            ELECTRON_RUN_AS_NODE: "1",
+            [engineOptionsEnv]: serializeEngineOptions(options)
+        };
         delete env[statsUrlEnv];
         delete env[statsSecretEnv];
         if (options.statsChannel !== undefined) {
