@@ -7,6 +7,7 @@
  */
 import type {EngineInfo, FinishReason} from "./engineMessages.js";
 import type {RequestLifecycle} from "./requestLifecycle.js";
+import type {TargetView} from "./targetView.js";
 
 /** What the engine is doing, as the panel shows it. */
 export const engineStateNames = ["loading", "idle", "busy", "stalled", "crashed", "stopped"] as const;
@@ -166,7 +167,9 @@ export type StatsSnapshotView = {
     /** The most recent requests (by arrival), oldest first. */
     requests: RequestLifecycle[],
     /** Per client label, in order of first arrival since start or reset (the "other" row after the named ones). */
-    clients: ClientStatsView[]
+    clients: ClientStatsView[],
+    /** The watched servers, when the numbers come from servers this host polls; null for our own engine. */
+    target: TargetView | null
 };
 
 /**
@@ -189,6 +192,8 @@ export type StatsDelta = {
     requests?: RequestLifecycle[],
     /** The whole per-client table, when any of it changed (replaces the view's). */
     clients?: ClientStatsView[],
+    /** The watched servers' view, whole, when any of it changed. */
+    target?: TargetView | null,
     /** After `reset()`: drop everything and start again from this snapshot. */
     reset?: StatsSnapshotView
 };

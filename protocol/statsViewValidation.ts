@@ -13,6 +13,7 @@ import {
     type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
 } from "./statsView.js";
 import {maxClientLabelLength, type RequestLifecycle} from "./requestLifecycle.js";
+import {targetKinds, targetStatuses} from "./targetView.js";
 
 const requestPhases = ["input", "waiting", "running", "preempted", "finished"] as const;
 
@@ -20,7 +21,8 @@ const requestPhases = ["input", "waiting", "running", "preempted", "finished"] a
 export const payloadLimits = {
     timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000,
     /** The named rows and the "other" one. */
-    clients: maxClients + 1
+    clients: maxClients + 1,
+    replicas: 256, notes: 64
 } as const;
 
 const gaugeKeys: readonly (keyof StatsGauges)[] = [
@@ -199,6 +201,48 @@ function checkRequests(obj: JsonObject, what: string): void {
     expectArray(obj, "requests", what, payloadLimits.requests).forEach(checkRequest);
 }
 
+function expectNullableString(obj: JsonObject, key: string, what: string): void {
+    if (obj[key] !== null)
+        expectString(obj, key, what, 4096);
+}
+
+function checkStrings(obj: JsonObject, key: string, what: string): void {
+    if (!expectArray(obj, key, what, payloadLimits.notes).every((note) => typeof note === "string"))
+        throw new ProtocolError(`${what}.${key}: expected strings`);
+}
+
+/** A `target` field: null, or the watched servers' view. */
+function checkTarget(obj: JsonObject, what: string): void {
+    if (obj.target === null)
+        return;
+    const target = expectObject(obj.target, `${what}.target`);
+    expectArray(target, "replicas", `${what}.target`, payloadLimits.replicas).forEach((value, i) => {
+        const where = `${what}.target.replicas[${i}]`;
+        const replica = expectObject(value, where);
+        expectString(replica, "name", where, 4096);
+        expectString(replica, "url", where, 4096);
+        expectOneOf(replica, "kind", targetKinds, where);
+        expectOneOf(replica, "status", targetStatuses, where);
+        expectNumber(replica, "since", where);
+        for (const key of ["model", "version", "error"])
+            expectNullableString(replica, key, where);
+        for (const key of ["running", "waiting", "kvCacheUsage"])
+            expectNullableNumber(replica, key, where);
+    });
+    checkStrings(target, "notReported", `${what}.target`);
+    checkStrings(target, "notes", `${what}.target`);
+    const estimated = expectObject(target.estimated, `${what}.target.estimated`);
+    for (const [metric, value] of Object.entries(estimated)) {
+        if (!(histogramMetrics as readonly string[]).includes(metric))
+            throw new ProtocolError(`${what}.target.estimated: unknown metric ${JSON.stringify(metric)}`);
+        const where = `${what}.target.estimated.${metric}`;
+        const summary = expectObject(value, where);
+        expectNumber(summary, "count", where);
+        for (const key of ["mean", "p50", "p90", "p99"])
+            expectNullableNumber(summary, key, where);
+    }
+}
+
 /** Checks a full StatsSnapshotView. */
 export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnapshotView {
     const obj = expectObject(value, what);
@@ -215,6 +259,10 @@ export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnaps
     checkPoints(obj, what);
     checkRequests(obj, what);
     checkClients(obj, what);
+    // A host from before targets sends no `target`: read it as "our own engine".
+    if (obj.target === undefined)
+        obj.target = null;
+    checkTarget(obj, what);
     return value as StatsSnapshotView;
 }
 
@@ -243,6 +291,8 @@ export function checkDelta(value: unknown, what = "delta"): StatsDelta {
         checkRequests(obj, what);
     if (obj.clients !== undefined)
         checkClients(obj, what);
+    if (obj.target !== undefined)
+        checkTarget(obj, what);
     if (obj.reset !== undefined)
         checkSnapshotView(obj.reset, `${what}.reset`);
     return value as StatsDelta;

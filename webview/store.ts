@@ -121,6 +121,8 @@ export class StatsStore {
             this.putRequests(delta.requests);
         if (delta.clients !== undefined)
             current.clients = delta.clients;
+        if (delta.target !== undefined)
+            current.target = delta.target;
         this.changed();
         return "applied";
     }
@@ -129,7 +131,8 @@ export class StatsStore {
         this.current = {
             t: snapshot.t, config: snapshot.config, engine: snapshot.engine, state: snapshot.state,
             counters: {...snapshot.counters}, gauges: {...snapshot.gauges},
-            percentiles: {...snapshot.percentiles}, histograms: {...snapshot.histograms}, clients: snapshot.clients
+            percentiles: {...snapshot.percentiles}, histograms: {...snapshot.histograms}, clients: snapshot.clients,
+            target: snapshot.target
         };
         this.series.clear();
         this.series.push(snapshot.timeSeries);

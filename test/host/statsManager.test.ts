@@ -11,6 +11,8 @@ import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChan
 import type {IterationStats, SchedulerStats} from "../../extension/host/engineClient/engineStep.js";
 import type {EngineGaugeValues, StatLogger} from "../../extension/host/stats/loggers/statLogger.js";
 import {MetricStore} from "../../extension/host/stats/metricStore.js";
+import {checkDelta, checkSnapshotView} from "../../protocol/statsViewValidation.js";
+import type {TargetView} from "../../protocol/targetView.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {StatsManagerOptions} from "../../extension/host/stats/statsManagerOptions.js";
 import {StatsOptionsError} from "../../extension/host/stats/statsManagerOptions.js";
@@ -638,7 +640,8 @@ describe("views: snapshot and deltas", () => {
         manager.tick();
         const snapshot: StatsSnapshotView = manager.snapshot();
         assert.deepEqual(Object.keys(snapshot).sort(),
-            ["clients", "config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "timeSeries"]);
+            ["clients", "config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "target", "timeSeries"]);
+        assert.equal(snapshot.target, null, "our own engine: no watched servers");
         assert.deepEqual(snapshot.config, {sampleIntervalMs: 1000, throughputWindowMs: 5000, percentileWindowMs: 300_000,
             stallThresholdMs: 1000, maxRecentRequests: 500});
         assert.equal(snapshot.engine?.model.name, "tiny-test");
@@ -661,6 +664,27 @@ describe("views: snapshot and deltas", () => {
         assert.equal(fresh.engine?.pid, 4242);
         feed.send(finished("busy", T0 + 1100, "stop", 1, 0));
         assertLedger(manager);
+    });
+
+    test("watched servers: the target view is in snapshots, and a delta carries it whole only when it changed", () => {
+        const {manager, at} = setup();
+        const view: TargetView = {
+            replicas: [{name: "http://a:8000", url: "http://a:8000", kind: "vllm", model: "m", version: null, status: "up", since: T0,
+                error: null, running: 1, waiting: 0, kvCacheUsage: 0.5}],
+            notReported: ["per-request timeline"], estimated: {ttft: {count: 3, mean: 0.05, p50: 0.04, p90: 0.08, p99: 0.1}}, notes: []
+        };
+        manager.onTarget(view);
+        assert.deepEqual(checkSnapshotView(JSON.parse(JSON.stringify(manager.snapshot()))).target, view);
+        const deltas: StatsDelta[] = [];
+        manager.subscribe((delta) => deltas.push(delta), {maxHz: 1000});
+        at(T0 + 10);
+        manager.tick();
+        assert.equal(deltas.length, 0, "nothing changed");
+        const down: TargetView = {...view, replicas: [{...view.replicas[0]!, status: "unreachable", since: T0 + 20, error: "connection refused"}]};
+        manager.onTarget(down);
+        at(T0 + 30);
+        manager.tick();
+        assert.deepEqual(checkDelta(JSON.parse(JSON.stringify(deltas.at(-1)))).target, down);
     });
 
     test("rejects nonsense options with a named error", () => {

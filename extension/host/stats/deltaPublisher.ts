@@ -2,7 +2,7 @@ import type {EngineStateName, StatsDelta, StatsSnapshotView, TimeSeriesPoint} fr
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 
 /** The compared part of a view's state: what a delta carries when it changed. */
-export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms" | "clients">;
+export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms" | "clients" | "target">;
 
 /** Where the publisher reads the current state. */
 export interface DeltaSource {
@@ -31,6 +31,7 @@ type Subscriber = {
     sent: Record<Section, Map<string, string>>,
     engineJson: string,
     clientsJson: string,
+    targetJson: string,
     state: EngineStateName,
     seriesCursor: number,
     requestCursor: number
@@ -60,7 +61,7 @@ export class DeltaPublisher {
         const subscriber: Subscriber = {
             listener, minGapMs: 1000 / maxHz, lastEmitAt: Number.NEGATIVE_INFINITY, seq: 0,
             sent: {counters: new Map(), gauges: new Map(), percentiles: new Map(), histograms: new Map()},
-            engineJson: "", clientsJson: "", state: "stopped", seriesCursor: 0, requestCursor: 0
+            engineJson: "", clientsJson: "", targetJson: "", state: "stopped", seriesCursor: 0, requestCursor: 0
         };
         this.rebase(subscriber, this.source.scalars(now));
         this.subscribers.add(subscriber);
@@ -98,6 +99,7 @@ export class DeltaPublisher {
         }
         subscriber.engineJson = JSON.stringify(scalars.engine);
         subscriber.clientsJson = JSON.stringify(scalars.clients);
+        subscriber.targetJson = JSON.stringify(scalars.target);
         subscriber.state = scalars.state;
         subscriber.seriesCursor = this.source.seriesCursor();
         subscriber.requestCursor = this.source.requestCursor();
@@ -128,6 +130,12 @@ export class DeltaPublisher {
         if (clientsJson !== subscriber.clientsJson) {
             subscriber.clientsJson = clientsJson;
             delta.clients = scalars.clients;
+            changed = true;
+        }
+        const targetJson = JSON.stringify(scalars.target);
+        if (targetJson !== subscriber.targetJson) {
+            subscriber.targetJson = targetJson;
+            delta.target = scalars.target;
             changed = true;
         }
         const seriesCursor = this.source.seriesCursor();

@@ -23,6 +23,7 @@
 import {quantileOfSorted} from "./percentiles.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
+import type {TargetView} from "../../../protocol/targetView.js";
 import type {
     BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, StatsCounters, StatsGauges, StatsSnapshotView, TimeSeriesPoint
 } from "../../../protocol/statsView.js";
@@ -86,6 +87,7 @@ export class StatsManager implements EngineObserver {
     private readonly prefixCacheWindow: CachingMetrics;
     private readonly series: RingBuffer<TimeSeriesPoint>;
     private maxModelLen: number | undefined;
+    private target: TargetView | null = null;
     private resetAt: number;
     private lastSampleAt: number;
     private nextSampleAt: number;
@@ -227,6 +229,11 @@ export class StatsManager implements EngineObserver {
     /** The engine is gone (EngineClient has already ended its requests, in an `onOutputs` step before this). */
     onEngineExit(exit?: EngineExit): void {
         this.engine.onExit(exit !== undefined && !(exit.code === 0 && exit.signal === null));
+    }
+
+    /** The watched servers' state (TargetMonitor), shown with the numbers; null when the engine is ours. */
+    onTarget(view: TargetView | null): void {
+        this.target = view;
     }
 
     onRejected(message?: RejectedMessage): void {
@@ -451,7 +458,8 @@ export class StatsManager implements EngineObserver {
             gauges: this.gauges(now),
             percentiles: this.metrics.percentiles(now, percentileMaxAgeMs),
             histograms: this.metrics.histogramViews(),
-            clients: this.clients.views(now, percentileMaxAgeMs)
+            clients: this.clients.views(now, percentileMaxAgeMs),
+            target: this.target === null ? null : structuredClone(this.target)
         };
     }
 
