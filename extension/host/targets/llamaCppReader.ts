@@ -1,0 +1,92 @@
+/**
+ * llama.cpp's `llama-server`: `/health` (503 while loading), `/slots` (per-slot state; off with
+ * `--no-slots`), `/metrics` (`llamacpp:*`, only with `--metrics`) and `/v1/models` for the name.
+ *
+ * Mapping: running = busy slots (or `requests_processing`), waiting = `requests_deferred`; prompt
+ * tokens = `prompt_tokens_total` + `prompt_tokens_cached_total` (vLLM counts cached prompt tokens as
+ * prompt tokens too), and those cached ones are the prefix-cache hits; generation tokens =
+ * `tokens_predicted_total` plus what the busy slots have decoded so far (llama.cpp adds a request's
+ * tokens to its counter only when the request ends); KV use = the busy slots' tokens over all slots' `n_ctx`.
+ */
+import {isObject} from "../../../protocol/validation.js";
+import {parseMetricsAnswer, sumSamples} from "./prometheusText.js";
+import {targetGet, targetGetJson, TargetReadError, type TargetGetOptions} from "./targetHttp.js";
+import type {TargetReading} from "./targetReading.js";
+
+type Slot = {nCtx: number, processing: boolean, tokens: number, decoded: number};
+
+export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, knownModel?: string): Promise<TargetReading> {
+    const health = await targetGet(`${baseUrl}/health`, http);
+    if (health.status === 503)
+        throw new TargetReadError("the server is loading its model (/health: 503)", "bad");
+    if (health.status !== 200)
+        throw new TargetReadError(`/health answered HTTP ${health.status}; not a llama.cpp server?`, "bad");
+    const [slotsResponse, metricsResponse, model] = await Promise.all([
+        targetGet(`${baseUrl}/slots`, http),
+        targetGet(`${baseUrl}/metrics`, http),
+        knownModel !== undefined ? Promise.resolve(knownModel) : readModelName(baseUrl, http)
+    ]);
+    const reading: TargetReading = {kind: "llamacpp", model, histograms: {}, notes: [
+        "per-request latencies (TTFT, ITL, queue) are not exported by llama.cpp's server: watch it through `inference-monitor proxy` for those"
+    ]};
+    const slots = slotsResponse.status === 200 ? parseSlots(slotsResponse.text) : undefined;
+    if (slots === undefined)
+        reading.notes.push(`/slots is off (HTTP ${slotsResponse.status}; the server runs with --no-slots): no per-slot context use`);
+    else {
+        reading.parallel = slots.length;
+        reading.contextSize = slots[0]?.nCtx;
+        reading.running = slots.filter((slot) => slot.processing).length;
+        reading.kvCapacityTokens = slots.reduce((sum, slot) => sum + slot.nCtx, 0);
+        reading.kvUsedTokens = slots.reduce((sum, slot) => sum + (slot.processing ? slot.tokens : 0), 0);
+    }
+    if (metricsResponse.status !== 200) {
+        reading.notes.push(`/metrics is off (HTTP ${metricsResponse.status}): start llama-server with --metrics for token counts and the queue`);
+        return reading;
+    }
+    const exposition = parseMetricsAnswer(`${baseUrl}/metrics`, metricsResponse.text);
+    const value = (name: string) => sumSamples(exposition, `llamacpp:${name}`);
+    const prompt = value("prompt_tokens_total");
+    const cached = value("prompt_tokens_cached_total");
+    const predicted = value("tokens_predicted_total");
+    if (prompt === undefined || predicted === undefined)
+        throw new TargetReadError("/metrics has no llamacpp:prompt_tokens_total / tokens_predicted_total; not a llama.cpp server?", "bad");
+    reading.promptTokensTotal = prompt + (cached ?? 0);
+    if (cached !== undefined) {
+        reading.prefixCacheQueriesTotal = prompt + cached;
+        reading.prefixCacheHitsTotal = cached;
+    }
+    reading.generationTokensTotal = predicted + (slots ?? []).reduce((sum, slot) => sum + (slot.processing ? slot.decoded : 0), 0);
+    reading.running ??= value("requests_processing");
+    reading.waiting = value("requests_deferred");
+    return reading;
+}
+
+async function readModelName(baseUrl: string, http: TargetGetOptions): Promise<string | undefined> {
+    try {
+        const models = await targetGetJson(`${baseUrl}/v1/models`, http);
+        const data = isObject(models) && Array.isArray(models.data) ? models.data : [];
+        const first: unknown = data[0];
+        return isObject(first) && typeof first.id === "string" ? first.id : undefined;
+    } catch {
+        return undefined;
+    }
+}
+
+function parseSlots(text: string): Slot[] {
+    let json: unknown;
+    try {
+        json = JSON.parse(text);
+    } catch {
+        throw new TargetReadError("/slots is not JSON", "bad");
+    }
+    if (!Array.isArray(json))
+        throw new TargetReadError("/slots is not a list of slots", "bad");
+    return json.map((value: unknown, i) => {
+        if (!isObject(value) || typeof value.n_ctx !== "number" || typeof value.is_processing !== "boolean")
+            throw new TargetReadError(`/slots[${i}] has no n_ctx / is_processing`, "bad");
+        const next: unknown = Array.isArray(value.next_token) ? value.next_token[0] : undefined;
+        const decoded = isObject(next) && typeof next.n_decoded === "number" ? next.n_decoded : 0;
+        const prompt = typeof value.n_prompt_tokens === "number" ? value.n_prompt_tokens : 0;
+        return {nCtx: value.n_ctx, processing: value.is_processing, tokens: prompt + decoded, decoded};
+    });
+}

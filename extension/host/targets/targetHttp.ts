@@ -1,0 +1,71 @@
+/**
+ * GETs against a watched server: a timeout, a size cap, the API key as a bearer token, and errors a
+ * person can act on ("connection refused", "401: the API key was refused", "timed out after 2 s").
+ */
+import {errorMessage} from "../../../common/errorMessage.js";
+
+export type TargetGetOptions = {apiKey?: string, timeoutMs?: number, maxBytes?: number};
+
+export type TargetResponse = {status: number, text: string};
+
+/** Why a target could not be read: `unreachable` (no answer), `auth` (401/403), `bad` (an answer we cannot use). */
+export class TargetReadError extends Error {
+    override readonly name = "TargetReadError";
+
+    constructor(message: string, readonly kind: "unreachable" | "auth" | "bad") {
+        super(message);
+    }
+}
+
+const defaultTimeoutMs = 2000;
+const defaultMaxBytes = 8 << 20;
+
+/** Resolves with any HTTP status; rejects with TargetReadError only when no usable answer came. */
+export async function targetGet(url: string, options: TargetGetOptions = {}): Promise<TargetResponse> {
+    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+    const headers: Record<string, string> = {Accept: "text/plain, application/json"};
+    if (options.apiKey !== undefined && options.apiKey !== "")
+        headers.Authorization = `Bearer ${options.apiKey}`;
+    let response: Response;
+    try {
+        response = await fetch(url, {headers, signal: AbortSignal.timeout(timeoutMs), redirect: "error"});
+    } catch (error) {
+        const cause = (error as {cause?: {code?: unknown}}).cause;
+        const code = typeof cause?.code === "string" ? cause.code : undefined;
+        const reason = error instanceof Error && error.name === "TimeoutError" ? `no answer within ${timeoutMs} ms`
+            : code === "ECONNREFUSED" ? "connection refused"
+                : code ?? errorMessage(error);
+        throw new TargetReadError(`${url}: ${reason}`, "unreachable");
+    }
+    if (response.status === 401 || response.status === 403) {
+        await response.body?.cancel();
+        throw new TargetReadError(`${url}: HTTP ${response.status}, the server wants ${options.apiKey === undefined ? "an API key" : "another API key"}`, "auth");
+    }
+    const declared = Number(response.headers.get("content-length") ?? "0");
+    const maxBytes = options.maxBytes ?? defaultMaxBytes;
+    if (declared > maxBytes) {
+        await response.body?.cancel();
+        throw new TargetReadError(`${url}: the answer is ${declared} bytes, more than ${maxBytes}`, "bad");
+    }
+    let text: string;
+    try {
+        text = await response.text();
+    } catch (error) {
+        throw new TargetReadError(`${url}: the answer broke off (${errorMessage(error)})`, "unreachable");
+    }
+    if (text.length > maxBytes)
+        throw new TargetReadError(`${url}: the answer is longer than ${maxBytes} bytes`, "bad");
+    return {status: response.status, text};
+}
+
+/** A JSON answer with status 200, or TargetReadError("bad") saying what came instead. */
+export async function targetGetJson(url: string, options: TargetGetOptions = {}): Promise<unknown> {
+    const response = await targetGet(url, options);
+    if (response.status !== 200)
+        throw new TargetReadError(`${url}: HTTP ${response.status}`, "bad");
+    try {
+        return JSON.parse(response.text) as unknown;
+    } catch {
+        throw new TargetReadError(`${url}: the answer is not JSON`, "bad");
+    }
+}
