@@ -22,7 +22,9 @@ export type CommandLine<Options extends CliOptions> = {
     summary: string,
     options: Options,
     /** Text after the options (e.g. the demo model sizes). */
-    details?: string
+    details?: string,
+    /** Arguments that are not flags (e.g. `watch URL…`): how the help names them, and how many are needed. */
+    positionals?: {placeholder: string, min: number}
 };
 
 /** The parsed flags: strings as given (the command checks and converts them), booleans true when present. */
@@ -40,7 +42,8 @@ const helpOption: CliOption = {type: "boolean", short: "h", description: "show t
 function synopsis(command: CommandLine<CliOptions>): string {
     const required = Object.entries(command.options).flatMap(([name, option]) =>
         option.type === "string" && option.required === true ? [`--${name} ${option.placeholder}`] : []);
-    return ["inference-monitor", command.name, ...required, "[options]"].join(" ");
+    const positionals = command.positionals !== undefined ? [command.positionals.placeholder] : [];
+    return ["inference-monitor", command.name, ...positionals, ...required, "[options]"].join(" ");
 }
 
 /** `--help` for a command, from its declaration. */
@@ -64,24 +67,27 @@ export function commandList(commands: ReadonlyArray<CommandLine<CliOptions>>): s
 
 /** Parses `args` against the declaration; throws UsageError naming the flag. `help` is true when --help/-h was given. */
 export function parseCommandArgs<Options extends CliOptions>(command: CommandLine<Options>, args: string[]):
-{help: boolean, values: OptionValues<Options>} {
+{help: boolean, values: OptionValues<Options>, positionals: string[]} {
     const spec = Object.fromEntries(Object.entries({...command.options, help: helpOption}).map(([name, option]) =>
         [name, option.short !== undefined ? {type: option.type, short: option.short} : {type: option.type}]));
     let values: Record<string, string | boolean | undefined>;
+    let positionals: string[];
     try {
-        values = parseArgs({args, options: spec, strict: true, allowPositionals: false}).values;
+        ({values, positionals} = parseArgs({args, options: spec, strict: true, allowPositionals: command.positionals !== undefined}));
     } catch (error) {
         if (args.includes("--help") || args.includes("-h"))
-            return {help: true, values: {}};
+            return {help: true, values: {}, positionals: []};
         throw new UsageError(errorMessage(error));
     }
     if (values.help === true)
-        return {help: true, values: {}};
+        return {help: true, values: {}, positionals: []};
+    if (command.positionals !== undefined && positionals.length < command.positionals.min)
+        throw new UsageError(`${command.positionals.placeholder} is required`);
     for (const [name, option] of Object.entries(command.options))
         if (option.type === "string" && option.required === true && (values[name] === undefined || values[name] === ""))
             throw new UsageError(`--${name} ${option.placeholder} is required`);
     delete values.help;
-    return {help: false, values: values as OptionValues<Options>};
+    return {help: false, values: values as OptionValues<Options>, positionals};
 }
 
 /**
@@ -90,14 +96,14 @@ export function parseCommandArgs<Options extends CliOptions>(command: CommandLin
  * nothing to run (0 after --help, 2 after a usage error; both already printed).
  */
 export function readCommandLine<Options extends CliOptions, Parsed>(command: CommandLine<Options>, args: string[],
-                                                                    io: Pick<CliIo, "stdout" | "stderr">, interpret: (values: OptionValues<Options>) => Parsed): {options: Parsed} | {exitCode: number} {
+                                                                    io: Pick<CliIo, "stdout" | "stderr">, interpret: (values: OptionValues<Options>, positionals: string[]) => Parsed): {options: Parsed} | {exitCode: number} {
     try {
-        const {help, values} = parseCommandArgs(command, args);
+        const {help, values, positionals} = parseCommandArgs(command, args);
         if (help) {
             io.stdout(commandHelp(command));
             return {exitCode: 0};
         }
-        return {options: interpret(values)};
+        return {options: interpret(values, positionals)};
     } catch (error) {
         if (!(error instanceof UsageError))
             throw error;

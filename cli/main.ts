@@ -9,6 +9,8 @@ import {demoCommand} from "./demoCommand.js";
 import {makeModelCommand, makeModelCommandLine} from "./makeModelCommand.js";
 import {serveCommandLine} from "./serveArgs.js";
 import {serveCommand} from "./serveCommand.js";
+import {watchCommandLine} from "./watchArgs.js";
+import {watchCommand} from "./watchCommand.js";
 
 const io: CliIo = {
     stdout: (text) => void process.stdout.write(text),
@@ -30,7 +32,8 @@ const commands: Command[] = [
         return pipeline;
     })},
     {commandLine: demoCommandLine, run: (args) => demoCommand(args, io)},
-    {commandLine: serveCommandLine, run: (args) => serveCommand(args, io)}
+    {commandLine: serveCommandLine, run: (args) => serveCommand(args, io)},
+    {commandLine: watchCommandLine, run: (args) => watchCommand(args, io)}
 ];
 
 const usage = `Usage: inference-monitor <command> [options]

@@ -14,7 +14,7 @@ import {serverStartFailure} from "./serverStartFailure.js";
  * fails at once; `/health` answers 503 until the model is ready.
  */
 export async function serveCommand(args: string[], io: CliIo): Promise<number> {
-    const commandLine = readCommandLine(serveCommandLine, args, io, serveOptionsFrom);
+    const commandLine = readCommandLine(serveCommandLine, args, io, (values) => serveOptionsFrom(values));
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
     const {options} = commandLine;

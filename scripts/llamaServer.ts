@@ -66,7 +66,9 @@ export type LlamaServerOptions = {
     /** Everything after `-m MODEL --host 127.0.0.1 --port P` (threads, slots, context, sampling defaults, …). */
     args: readonly string[],
     /** How long loading may take before it is an error. Default 60 s. */
-    readyTimeoutMs?: number
+    readyTimeoutMs?: number,
+    /** Listen on this port (e.g. to restart a server where it was). Default: a free one. */
+    port?: number
 };
 
 export type LlamaServer = {
@@ -106,7 +108,7 @@ function hookExit(): void {
 
 /** Starts llama-server on a free loopback port; resolves once GET /health is 200 and it said it listens on 127.0.0.1. */
 export async function startLlamaServer(options: LlamaServerOptions): Promise<LlamaServer> {
-    const port = await freeLoopbackPort();
+    const port = options.port ?? await freeLoopbackPort();
     const commandLine = [options.binary, "-m", options.model, "--host", "127.0.0.1", "--port", String(port), ...options.args];
     const child = spawn(commandLine[0]!, commandLine.slice(1), {stdio: ["ignore", "ignore", "pipe"]});
     killOnExit(child);

@@ -7,6 +7,7 @@
  *   GET /export.json   the full stats snapshot, as a download
  *   GET /export.csv    the time series, one row per sample, as a download
  *   GET /export-requests.csv  one row per recent request (metrics in ms), as a download
+ *   GET /metrics       the Prometheus exposition, when `metrics` is given (`watch`, `proxy`)
  *   WS  /stream        the panel protocol: `ready` → snapshot, then deltas at ≤ 4 Hz; `setPaused`,
  *                      `requestSnapshot`, `reset`, `export` (answered with `exportResult` carrying the
  *                      content, which the page offers as a download)
@@ -23,6 +24,7 @@ import {WebSocket, WebSocketServer} from "ws";
 import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
 import {encodeMessage, maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
 import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
+import type {MetricsBody} from "../stats/loggers/metricsHttpServer.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 import {listen} from "../net/listen.js";
 import {rawDataToString} from "../net/rawData.js";
@@ -45,6 +47,8 @@ export type DashboardServerOptions = {
     engineStartedAt?: () => number | undefined,
     /** A client whose socket has more than this many bytes buffered misses deltas (then asks for a snapshot). Default 4 MiB. */
     maxBufferedBytes?: number,
+    /** Renders `/metrics` on the dashboard's port (`watch`, `proxy`); absent = 404. */
+    metrics?: () => Promise<MetricsBody>,
     /** Page title. Default "Inference Monitor". */
     title?: string,
     /** Where dropped client messages and socket errors are reported. Default: nowhere (they are counted). */
@@ -249,6 +253,12 @@ export class DashboardServer {
                 "Content-Security-Policy": `${panelCsp({cspSource: "'self'", nonce, transport})}; frame-ancestors 'none'`
             });
             response.end(request.method === "HEAD" ? undefined : html);
+            return;
+        }
+        if (pathname === "/metrics" && this.options.metrics !== undefined) {
+            const {contentType, body} = await this.options.metrics();
+            response.writeHead(200, {...baseHeaders, "Content-Type": contentType});
+            response.end(request.method === "HEAD" ? undefined : body);
             return;
         }
         if (pathname === "/export.json" || pathname === "/export.csv" || pathname === "/export-requests.csv") {

@@ -56,12 +56,13 @@ export class StatsPipeline implements StatsSession {
 
     /**
      * A Prometheus logger without its own port, for a server that serves `/metrics` itself (the
-     * OpenAI-compatible endpoint); returns what renders the exposition. Created once.
+     * OpenAI-compatible endpoint, the `watch` dashboard); returns what renders the exposition. Created
+     * once; `modelName` fixes the `model_name` label (watched servers have no engine to name it).
      */
-    async mountMetrics(): Promise<() => Promise<MetricsBody>> {
+    async mountMetrics(options: {modelName?: string} = {}): Promise<() => Promise<MetricsBody>> {
         let logger = this.mountedPrometheus.logger as PrometheusStatLogger | undefined;
         if (logger === undefined) {
-            logger = this.primed(await PrometheusStatLogger.start({serve: false}));
+            logger = this.primed(await PrometheusStatLogger.start({serve: false, ...options}));
             await this.mountedPrometheus.replace(logger);
         }
         const registry = logger.registry;

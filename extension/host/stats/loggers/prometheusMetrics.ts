@@ -25,6 +25,7 @@ export const vllmMetricNames = {
     running: "vllm:num_requests_running",
     waiting: "vllm:num_requests_waiting",
     kvCacheUsage: "vllm:kv_cache_usage_perc",
+    cacheConfigInfo: "vllm:cache_config_info",
     promptTokens: "vllm:prompt_tokens_total",
     generationTokens: "vllm:generation_tokens_total",
     requestSuccess: "vllm:request_success_total",
@@ -66,6 +67,8 @@ export class VllmMetrics {
     readonly vramUsed: Gauge<BaseLabel>;
     readonly vramTotal: Gauge<BaseLabel>;
     readonly rejectedMessages: Counter<BaseLabel | "source">;
+    /** vLLM's info gauge (value 1) whose labels give the KV cache's size: `num_gpu_blocks` × `block_size` tokens. */
+    readonly cacheConfigInfo: Gauge<"engine" | "block_size" | "num_gpu_blocks" | "enable_prefix_caching">;
     /** Length histograms: their buckets run up to the model's max length, so they exist once it is known. */
     lengths: {prompt: Histogram<BaseLabel>, generation: Histogram<BaseLabel>, maxTokens: Histogram<BaseLabel>} | undefined;
 
@@ -78,6 +81,10 @@ export class VllmMetrics {
         const n = vllmMetricNames;
 
         this.running = gauge(n.running, "Number of requests in model execution batches.");
+        this.cacheConfigInfo = new Gauge({
+            name: n.cacheConfigInfo, help: "Information of the LLMEngine CacheConfig",
+            labelNames: ["engine", "block_size", "num_gpu_blocks", "enable_prefix_caching"], registers
+        });
         this.waiting = gauge(n.waiting, "Number of requests waiting to be processed.");
         this.kvCacheUsage = gauge(n.kvCacheUsage, "KV-cache usage. 1 means 100 percent usage.");
         this.preemptions = counter(n.preemptions, "Cumulative number of preemption from the engine.");

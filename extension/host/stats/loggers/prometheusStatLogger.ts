@@ -82,6 +82,10 @@ export class PrometheusStatLogger implements StatLogger {
         if (this.fixedModelName === undefined && info.model.name !== this.labels.model_name)
             this.relabel(info.model.name);
         this.initializeSeries(this.labels);
+        // Our KV cache is cells, one token each: blocks of size 1.
+        m.cacheConfigInfo.reset();
+        m.cacheConfigInfo.set({engine: this.labels.engine, block_size: "1", num_gpu_blocks: String(info.contextSize * info.parallel),
+            enable_prefix_caching: info.prefixCache ? "True" : "False"}, 1);
         if (m.lengths === undefined) {
             const lengths = m.createLengthHistograms(this.options.maxModelLen ?? maxModelLen);
             for (const initialized of this.initialized)

@@ -1,0 +1,277 @@
+/**
+ * Watching real servers (issue G): llama.cpp's own `llama-server` (built by `.ci/build-llama-server.sh`
+ * from the llama.cpp source node-llama-cpp ships) and two `inference-monitor serve` processes as vLLM
+ * replicas, polled by TargetMonitor into a StatsManager; the numbers are checked against what the
+ * servers themselves report (usage, their own /metrics). Then bad targets, and the `watch` command.
+ * Skips when llama-server is not built, unless CI=true.
+ */
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import http from "node:http";
+import type {AddressInfo} from "node:net";
+import {after, before, describe, test} from "node:test";
+import OpenAI from "openai";
+import {ensureDemoModel} from "../../engine/model/demoModel.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
+import {TargetMonitor, type WatchedTarget} from "../../extension/host/targets/targetMonitor.js";
+import type {TargetView} from "../../protocol/targetView.js";
+import {buildLlamaServer, expectedLlamaServerPath, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
+import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
+import {runCli} from "../helpers/runCli.js";
+import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
+
+// The independent parser this project checks its own /metrics with (see statLoggers.test.ts).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const parsePrometheusTextFormat = require("parse-prometheus-text-format") as (text: string) => Array<{name: string, metrics: Array<{value?: string}>}>;
+
+const binaryPath = expectedLlamaServerPath();
+const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.existsSync(binaryPath))
+    ? `llama-server is not built (${binaryPath ?? "node_modules missing"}): run bash .ci/build-llama-server.sh (~20 min on 2 cores); with CI=true this fails`
+    : false;
+
+function watch(targets: WatchedTarget[]): {monitor: TargetMonitor, manager: StatsManager, views: TargetView[]} {
+    const manager = new StatsManager({tickIntervalMs: 0});
+    const views: TargetView[] = [];
+    const monitor = new TargetMonitor({
+        targets, timeoutMs: 3000,
+        sink: {
+            onEngineState: (state) => manager.onEngineState(state),
+            onOutputs: (step) => manager.onOutputs(step),
+            onTarget: (view) => {
+                manager.onTarget(view);
+                if (view !== null) views.push(view);
+            }
+        }
+    });
+    return {monitor, manager, views};
+}
+
+/** A streamed completion read to its end; its usage. */
+async function complete(openai: OpenAI, maxTokens: number, prompt: string): Promise<{prompt: number, completion: number}> {
+    const stream = await openai.completions.create({
+        model: "m", prompt, max_tokens: maxTokens, stream: true, stream_options: {include_usage: true},
+        // vLLM's and llama.cpp's extension field: exactly max_tokens
+        ...{ignore_eos: true}
+    });
+    let usage: {prompt: number, completion: number} | undefined;
+    for await (const chunk of stream)
+        if (chunk.usage !== undefined && chunk.usage !== null)
+            usage = {prompt: chunk.usage.prompt_tokens, completion: chunk.usage.completion_tokens};
+    assert.ok(usage !== undefined, "the stream carried usage");
+    assert.equal(usage.completion, maxTokens);
+    return usage;
+}
+
+describe("watching llama.cpp's llama-server", {skip}, () => {
+    let binary: string;
+    let model: string;
+    let server: LlamaServer;
+    let port: number;
+    const args = ["-t", "1", "-np", "2", "-c", "4096", "--no-webui", "--metrics"];
+
+    before(async () => {
+        binary = await buildLlamaServer();
+        // Text-only: this llama-server refuses to stream text that is not valid UTF-8, which random weights produce.
+        model = await ensureDemoModel({size: "tiny", textOnly: true, cacheDir: testCacheDir});
+        port = await freeLoopbackPort();
+        server = await startLlamaServer({binary, model, args, port, readyTimeoutMs: 30_000});
+    });
+    after(async () => {
+        await server?.stop();
+    });
+
+    test("sees slots running and requests waiting; counts exactly the tokens the server's usage reports", async () => {
+        const {monitor, manager, views} = watch([{url: server.origin}]);
+        await monitor.pollOnce();
+        assert.equal(views.at(-1)!.replicas[0]!.status, "up", JSON.stringify(views.at(-1)));
+        assert.equal(views.at(-1)!.replicas[0]!.kind, "llamacpp", "told apart without --kind");
+        assert.equal(manager.state, "idle");
+        const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
+        // Three long requests on two slots: two run, one waits.
+        const requests = Promise.all([0, 1, 2].map((i) => complete(openai, 300, `Request ${i}: once upon a time`)));
+        let done = false;
+        void requests.finally(() => done = true);
+        let maxRunning = 0;
+        let maxWaiting = 0;
+        while (!done) {
+            await monitor.pollOnce();
+            maxRunning = Math.max(maxRunning, manager.gauges().running);
+            maxWaiting = Math.max(maxWaiting, manager.gauges().waiting);
+            assert.ok(manager.gauges().generationTokensPerS >= 0);
+            await new Promise((resolve) => setTimeout(resolve, 30));
+        }
+        const usages = await requests;
+        await monitor.pollOnce();
+        assert.equal(maxRunning, 2, "both slots seen busy");
+        assert.equal(maxWaiting, 1, "the third request seen deferred");
+        const counters = manager.counters();
+        assert.equal(counters.generationTokens, usages.reduce((sum, u) => sum + u.completion, 0));
+        assert.equal(counters.promptTokens, usages.reduce((sum, u) => sum + u.prompt, 0));
+        assert.ok(manager.gauges().generationTokensPerS > 0);
+        const view = views.at(-1)!;
+        assert.ok(view.notReported.includes("time to first token"), view.notReported.join(", "));
+        assert.ok(!view.notReported.includes("generation tokens"));
+        assert.equal(view.estimated.ttft, undefined, "llama.cpp exports no latency histograms");
+    });
+
+    test("a restart: unreachable (with since and why), back up, counters start again from 0 without a negative rate", async () => {
+        const {monitor, manager, views} = watch([{url: server.origin}]);
+        await monitor.pollOnce();
+        const openai = () => new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
+        await complete(openai(), 40, "Before the restart");
+        await monitor.pollOnce();
+        assert.equal(manager.counters().generationTokens, 40);
+        await server.stop();
+        const downAt = Date.now();
+        await monitor.pollOnce();
+        const down = views.at(-1)!.replicas[0]!;
+        assert.equal(down.status, "unreachable");
+        assert.match(down.error ?? "", /connection refused/);
+        assert.ok(down.since >= downAt - 5);
+        assert.equal(manager.state, "crashed");
+        server = await startLlamaServer({binary, model, args, port, readyTimeoutMs: 30_000});
+        await monitor.pollOnce();
+        assert.equal(views.at(-1)!.replicas[0]!.status, "up");
+        await complete(openai(), 25, "After the restart");
+        await monitor.pollOnce();
+        assert.equal(manager.counters().generationTokens, 65, "40 before + 25 after; the reset is not a negative increase");
+        manager.tick();
+        for (const point of manager.snapshot().timeSeries)
+            assert.ok(point.generationTokensPerS >= 0 && point.promptTokensPerS >= 0);
+    });
+
+    test("`watch`: the dashboard and our /metrics (vLLM names) for the watched server, on one port", async () => {
+        let metrics = "";
+        let page = 0;
+        const run = await runCli(["watch", server.origin, "--port", "0", "--interval-ms", "200", "--log-interval", "0"], {
+            timeoutMs: 30_000,
+            onStdout: (text, child) => {
+                const base = /Metrics: (http:\S+)\/metrics/.exec(text)?.[1];
+                if (base === undefined || metrics !== "")
+                    return;
+                metrics = "pending";
+                void (async () => {
+                    page = (await fetch(`${base}/`)).status;
+                    metrics = await (await fetch(`${base}/metrics`)).text();
+                    child.kill("SIGINT");
+                })();
+            }
+        });
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, new RegExp(`${server.origin.replace(/[.]/g, "\\.")}: up \\(llamacpp`));
+        assert.equal(page, 200);
+        const running = parsePrometheusTextFormat(metrics).find((family) => family.name === "vllm:num_requests_running");
+        assert.ok(running !== undefined && running.metrics.length === 1, metrics.slice(0, 500));
+        assert.match(metrics, new RegExp(`model_name="${model.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}"`), "named after the watched model");
+    });
+});
+
+describe("watching two `inference-monitor serve` processes as vLLM replicas", () => {
+    const servers: ServeProcess[] = [];
+
+    before(async () => {
+        const modelPath = await tinyModelPath();
+        for (let i = 0; i < 2; i++)
+            servers.push(await startServe(modelPath, ["--parallel", "2", "--threads", "1", "--context-size", "1024", "--log-interval", "3600"]));
+    });
+    after(async () => {
+        await Promise.all(servers.map((server) => server.stop()));
+    });
+
+    test("merged counters equal the sum of each replica's own totals; TTFT estimated from the merged buckets", async () => {
+        const origins = servers.map((server) => server.baseUrl.replace(/\/v1$/, ""));
+        const {monitor, manager, views} = watch(origins.map((url) => ({url})));
+        await monitor.pollOnce();
+        assert.deepEqual(views.at(-1)!.replicas.map((r) => [r.kind, r.status]), [["vllm", "up"], ["vllm", "up"]]);
+        const sent = [3, 2];
+        await Promise.all(servers.map((server, i) => {
+            const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
+            return Promise.all(Array.from({length: sent[i]!}, (_, k) => complete(openai, 12, `Replica ${i} request ${k}`)));
+        }));
+        await monitor.pollOnce();
+        const own = await Promise.all(origins.map(async (origin) => {
+            const families = parsePrometheusTextFormat(await (await fetch(`${origin}/metrics`)).text());
+            const total = (name: string) => families.find((f) => f.name === name)!.metrics.reduce((sum, m) => sum + Number(m.value), 0);
+            return {prompt: total("vllm:prompt_tokens_total"), generation: total("vllm:generation_tokens_total")};
+        }));
+        const counters = manager.counters();
+        assert.equal(counters.generationTokens, own[0]!.generation + own[1]!.generation);
+        assert.equal(counters.generationTokens, 5 * 12);
+        assert.equal(counters.promptTokens, own[0]!.prompt + own[1]!.prompt);
+        const view = views.at(-1)!;
+        const ttft = view.estimated.ttft;
+        assert.ok(ttft !== undefined, "TTFT estimated");
+        assert.equal(ttft.count, 5, "every request's TTFT, from both replicas' buckets");
+        assert.ok(ttft.p50 !== null && ttft.p50 > 0 && ttft.p99! >= ttft.p50, JSON.stringify(ttft));
+        assert.equal(view.estimated.generationTokens?.count, 5);
+        assert.ok(!view.notReported.includes("time to first token"));
+        assert.ok(view.replicas.every((r) => r.kvCacheUsage !== null), "KV size from vllm:cache_config_info");
+
+        await servers[1]!.stop();
+        await monitor.pollOnce();
+        assert.deepEqual(views.at(-1)!.replicas.map((r) => r.status), ["up", "unreachable"]);
+        assert.notEqual(manager.state, "crashed", "one replica down is not the service down");
+        assert.equal(manager.counters().generationTokens, 60, "the merged total keeps what the stopped replica served");
+    });
+});
+
+describe("bad targets", () => {
+    let server: http.Server;
+    let origin: string;
+    let handler: (request: http.IncomingMessage, response: http.ServerResponse) => void = () => undefined;
+
+    before(async () => {
+        server = http.createServer((request, response) => handler(request, response));
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+        origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    after(() => {
+        server.close();
+    });
+
+    async function statusAfterOnePoll(target: WatchedTarget): Promise<{status: string, error: string | null}> {
+        const {monitor, manager, views} = watch([target]);
+        await monitor.pollOnce();
+        assert.equal(manager.counters().generationTokens, 0);
+        const replica = views.at(-1)!.replicas[0]!;
+        return {status: replica.status, error: replica.error};
+    }
+
+    test("malformed metrics text: an error naming the line, no crash, nothing counted", async () => {
+        handler = (_request, response) => response.end("vllm:num_requests_running{engine=\"0\" 3\n");
+        const result = await statusAfterOnePoll({url: origin, kind: "vllm"});
+        assert.equal(result.status, "error");
+        assert.match(result.error ?? "", /\/metrics is not Prometheus text: line 1: expected , or } after label engine/);
+    });
+
+    test("401: unauthorized, saying a key is wanted; the key is sent when given", async () => {
+        let seen: string | undefined;
+        handler = (request, response) => {
+            seen = request.headers.authorization;
+            response.writeHead(401).end();
+        };
+        const result = await statusAfterOnePoll({url: origin, kind: "vllm"});
+        assert.equal(result.status, "unauthorized");
+        assert.match(result.error ?? "", /wants an API key/);
+        await statusAfterOnePoll({url: origin, kind: "vllm", apiKey: "sk-test"});
+        assert.equal(seen, "Bearer sk-test");
+    });
+
+    test("a server that only speaks the OpenAI API: told to use the proxy; a closed port: unreachable", async () => {
+        handler = (request, response) => request.url === "/v1/models"
+            ? response.end(JSON.stringify({object: "list", data: [{id: "m", object: "model"}]}))
+            : response.writeHead(404).end();
+        const openaiOnly = await statusAfterOnePoll({url: origin});
+        assert.equal(openaiOnly.status, "error");
+        assert.match(openaiOnly.error ?? "", /serves \/v1\/models only: watch its traffic with `inference-monitor proxy/);
+        const closed = await statusAfterOnePoll({url: `http://127.0.0.1:${await freeLoopbackPort()}`});
+        assert.equal(closed.status, "unreachable");
+    });
+
+    test("`watch` with something that is not a URL is a usage error", async () => {
+        const run = await runCli(["watch", "localhost:8080"], {timeoutMs: 20_000});
+        assert.equal(run.code, 2);
+        assert.match(run.stderr, /"localhost:8080" is not a URL|only http and https/);
+    });
+});
+
