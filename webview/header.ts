@@ -1,23 +1,28 @@
 /**
  * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, engine state ("stalled for 3.2 s"
- * while stalled) and uptime. Each value element carries `data-field="<name>"`.
+ * while stalled) and uptime. Each value element carries `data-field="<name>"`. Watching servers (`target`), it
+ * names their models and kinds instead, lists each server with its state ("unreachable since 12:03:04"),
+ * and shows what the numbers cannot say (`data-field="notes"`).
  */
 import {el, setText} from "./dom.js";
 import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
+import type {TargetKind, TargetView} from "../protocol/targetView.js";
 import type {StatsStore} from "./store.js";
 
 const fields = [
     ["model", "Model"], ["backend", "Backend"], ["gpu", "GPU"], ["vram", "VRAM"], ["context", "Context"],
-    ["sequences", "Sequences"], ["prefixCache", "Prefix cache"], ["uptime", "Uptime"]
+    ["sequences", "Sequences"], ["prefixCache", "Prefix cache"], ["uptime", "Uptime"], ["servers", "Servers"]
 ] as const;
 type FieldName = typeof fields[number][0];
 
 const backendNames: Record<string, string> = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal", cpu: "CPU"};
+const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama"};
 
 export class Header {
     readonly element = el("header", "header");
     private readonly state = el("span", "state-badge");
     private readonly values = new Map<FieldName, HTMLElement>();
+    private readonly notes = el("p", "header-notes");
 
     constructor() {
         const title = el("div", "header-title");
@@ -32,14 +37,23 @@ export class Header {
             list.append(item);
             this.values.set(name, value);
         }
-        this.element.append(title, list);
+        this.notes.dataset.field = "notes";
+        this.element.append(title, list, this.notes);
     }
 
     /** `hostNow`: the host clock now (store time plus the time since it arrived). */
     update(store: StatsStore, hostNow: number): void {
         if (!store.hasData)
             return;
-        const {engine, state, gauges} = store.view;
+        const {engine, state, gauges, target} = store.view;
+        setText(this.state, state === "stalled" ? `stalled for ${formatDuration(gauges.msSinceLastStep)}` : state);
+        this.state.dataset.state = state;
+        this.values.get("servers")!.parentElement!.hidden = target === null;
+        if (target !== null) {
+            this.showTarget(target, gauges.vramUsedBytes);
+            return;
+        }
+        setText(this.notes, "");
         this.set("model", engine === null ? "no model" : `${engine.model.name} (${engine.model.quantization}, ${formatParams(engine.model.parameterCount)} params)`);
         this.set("backend", engine === null ? "–" : backendNames[engine.backend] ?? engine.backend);
         this.set("gpu", engine === null ? "–" : engine.gpuDevices.length === 0 ? "none" : engine.gpuDevices.join(", "));
@@ -50,8 +64,26 @@ export class Header {
         this.set("prefixCache", engine === null ? "–" : engine.prefixCache ? "on" : "off");
         const startedAt = store.engineStartedAt;
         this.set("uptime", startedAt === undefined ? "–" : formatDuration(hostNow - startedAt));
-        setText(this.state, state === "stalled" ? `stalled for ${formatDuration(gauges.msSinceLastStep)}` : state);
-        this.state.dataset.state = state;
+    }
+
+    private showTarget(target: TargetView, vramUsed: number): void {
+        const replicas = target.replicas;
+        const distinct = (values: Array<string | null>) => [...new Set(values.filter((v): v is string => v !== null))];
+        this.set("model", distinct(replicas.map((r) => r.model)).join(", ") || "–");
+        this.set("backend", distinct(replicas.map((r) => kindNames[r.kind] + (r.version !== null ? ` ${r.version}` : ""))).join(", "));
+        this.set("gpu", "–");
+        this.set("vram", vramUsed > 0 ? formatBytes(vramUsed) : "–");
+        this.set("context", "–");
+        this.set("sequences", "–");
+        this.set("prefixCache", "–");
+        this.set("uptime", "–");
+        this.set("servers", replicas.map((r) => r.status === "up" || r.status === "connecting"
+            ? `${r.name} ${r.status}`
+            : `${r.name} ${r.status} since ${new Date(r.since).toLocaleTimeString()}${r.error !== null ? ` (${r.error})` : ""}`).join(" · "));
+        setText(this.notes, [
+            ...(target.notReported.length > 0 ? [`Not reported by the server${replicas.length > 1 ? "s" : ""}: ${target.notReported.join(", ")}.`] : []),
+            ...target.notes
+        ].join(" "));
     }
 
     private set(name: FieldName, text: string): void {

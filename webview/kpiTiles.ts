@@ -2,40 +2,57 @@
  * The KPI tiles, named like vLLM's benchmark results and metrics. Each value element carries
  * `data-metric="<key>"` with the formatted number as its only text (and the exact value in
  * `data-value`); the unit sits in its own element next to it.
+ *
+ * For watched servers (`target` in the view) a tile shows what those servers give: "not reported" when
+ * none of them reports the number, and for latencies the estimate from their histogram buckets,
+ * marked "≈" (`data-estimated`), since the exact per-request values never reach us.
  */
-import type {StatsSnapshotView} from "../protocol/statsView.js";
+import type {LatencyMetric, StatsSnapshotView} from "../protocol/statsView.js";
+import type {TargetView} from "../protocol/targetView.js";
 import {el, setText} from "./dom.js";
 import {formatNumber} from "../common/format.js";
 
-type KpiSource = Pick<StatsSnapshotView, "counters" | "gauges" | "percentiles">;
+type KpiSource = Pick<StatsSnapshotView, "counters" | "gauges" | "percentiles" | "target">;
 
 export type KpiDefinition = {
     key: string,
     label: string,
     unit: string,
-    value(view: KpiSource): number | null
+    value(view: KpiSource): number | null,
+    /** For watched servers: the words of TargetView.notReported that make this tile "not reported". */
+    reportedAs?: string,
+    /** For watched servers: the bucket estimate this tile shows instead (latencies). */
+    estimate?: (target: TargetView) => number | null
 };
+
+/** A latency tile: exact from our own requests, ≈ from the servers' buckets when watching. */
+function latency(key: string, label: string, metric: LatencyMetric, quantile: "p50" | "p99", words: string): KpiDefinition {
+    return {key, label, unit: "ms", value: (v) => ms(v.percentiles[metric][quantile]), reportedAs: words,
+        estimate: (target) => ms(target.estimated[metric]?.[quantile] ?? null)};
+}
 
 const ms = (seconds: number | null): number | null => seconds === null ? null : seconds * 1000;
 
 export const kpiDefinitions: readonly KpiDefinition[] = [
-    {key: "output_throughput", label: "Generation throughput", unit: "tok/s", value: (v) => v.gauges.generationTokensPerS},
-    {key: "prompt_throughput", label: "Prompt throughput", unit: "tok/s", value: (v) => v.gauges.promptTokensPerS},
-    {key: "request_throughput", label: "Request throughput", unit: "req/s", value: (v) => v.gauges.requestsPerS},
-    {key: "median_ttft_ms", label: "TTFT p50", unit: "ms", value: (v) => ms(v.percentiles.ttft.p50)},
-    {key: "p99_ttft_ms", label: "TTFT p99", unit: "ms", value: (v) => ms(v.percentiles.ttft.p99)},
-    {key: "median_itl_ms", label: "ITL p50", unit: "ms", value: (v) => ms(v.percentiles.itl.p50)},
-    {key: "p99_itl_ms", label: "ITL p99", unit: "ms", value: (v) => ms(v.percentiles.itl.p99)},
-    {key: "median_tpot_ms", label: "TPOT p50", unit: "ms", value: (v) => ms(v.percentiles.tpot.p50)},
-    {key: "median_e2el_ms", label: "E2E latency p50", unit: "ms", value: (v) => ms(v.percentiles.e2e.p50)},
-    {key: "num_requests_running", label: "Running", unit: "reqs", value: (v) => v.gauges.running},
-    {key: "num_requests_waiting", label: "Waiting", unit: "reqs", value: (v) => v.gauges.waiting},
-    {key: "kv_cache_usage_perc", label: "KV cache", unit: "%", value: (v) => v.gauges.kvCacheUsage * 100},
+    {key: "output_throughput", label: "Generation throughput", unit: "tok/s", value: (v) => v.gauges.generationTokensPerS,
+        reportedAs: "generation tokens"},
+    {key: "prompt_throughput", label: "Prompt throughput", unit: "tok/s", value: (v) => v.gauges.promptTokensPerS, reportedAs: "prompt tokens"},
+    {key: "request_throughput", label: "Request throughput", unit: "req/s", value: (v) => v.gauges.requestsPerS,
+        reportedAs: "per-request timeline"},
+    latency("median_ttft_ms", "TTFT p50", "ttft", "p50", "time to first token"),
+    latency("p99_ttft_ms", "TTFT p99", "ttft", "p99", "time to first token"),
+    latency("median_itl_ms", "ITL p50", "itl", "p50", "inter-token latency"),
+    latency("p99_itl_ms", "ITL p99", "itl", "p99", "inter-token latency"),
+    latency("median_tpot_ms", "TPOT p50", "tpot", "p50", "time per output token"),
+    latency("median_e2el_ms", "E2E latency p50", "e2e", "p50", "end-to-end latency"),
+    {key: "num_requests_running", label: "Running", unit: "reqs", value: (v) => v.gauges.running, reportedAs: "requests running"},
+    {key: "num_requests_waiting", label: "Waiting", unit: "reqs", value: (v) => v.gauges.waiting, reportedAs: "requests waiting"},
+    {key: "kv_cache_usage_perc", label: "KV cache", unit: "%", value: (v) => v.gauges.kvCacheUsage * 100, reportedAs: "KV cache use"},
     // vLLM's log-line hit rate (last 1000 requests' lookups); "–" until a request has been looked up.
     {key: "prefix_cache_hit_rate", label: "Prefix cache hit rate", unit: "%",
-        value: (v) => v.counters.prefixCacheQueries === 0 ? null : v.gauges.prefixCacheHitRate * 100},
-    {key: "completed", label: "Completed", unit: "reqs", value: (v) => v.counters.requests.completed},
-    {key: "failed", label: "Failed", unit: "reqs", value: (v) => v.counters.requests.failed},
+        value: (v) => v.counters.prefixCacheQueries === 0 ? null : v.gauges.prefixCacheHitRate * 100, reportedAs: "prefix cache hits"},
+    {key: "completed", label: "Completed", unit: "reqs", value: (v) => v.counters.requests.completed, reportedAs: "per-request timeline"},
+    {key: "failed", label: "Failed", unit: "reqs", value: (v) => v.counters.requests.failed, reportedAs: "per-request timeline"},
     {key: "num_preemptions", label: "Preemptions", unit: "", value: (v) => v.counters.preemptions}
 ];
 
@@ -58,12 +75,27 @@ export class KpiTiles {
     }
 
     update(view: KpiSource): void {
+        const target = view.target;
         for (const {definition, element} of this.values) {
-            const value = definition.value(view);
-            setText(element, formatNumber(value));
+            const words = definition.reportedAs;
+            const notReported = target !== null && words !== undefined && target.notReported.includes(words);
+            const estimated = target !== null && !notReported && definition.estimate !== undefined;
+            const value = notReported ? null : estimated ? definition.estimate!(target) : definition.value(view);
+            setText(element, notReported ? "not reported" : `${estimated && value !== null ? "≈ " : ""}${formatNumber(value)}`);
             const exact = value === null ? "" : String(value);
             if (element.dataset.value !== exact)
                 element.dataset.value = exact;
+            setFlag(element, "notReported", notReported);
+            setFlag(element, "estimated", estimated);
+            element.title = notReported ? "The watched server does not report this"
+                : estimated ? "≈ from the servers' histogram buckets (linear inside the bucket, as PromQL's histogram_quantile)" : "";
         }
     }
+}
+
+function setFlag(element: HTMLElement, name: "notReported" | "estimated", on: boolean): void {
+    if (on && element.dataset[name] !== "true")
+        element.dataset[name] = "true";
+    else if (!on && element.dataset[name] !== undefined)
+        delete element.dataset[name];
 }

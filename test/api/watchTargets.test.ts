@@ -17,7 +17,10 @@ import {TargetMonitor, type WatchedTarget} from "../../extension/host/targets/ta
 import type {TargetView} from "../../protocol/targetView.js";
 import {buildLlamaServer, expectedLlamaServerPath, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
+import {DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
 import {runCli} from "../helpers/runCli.js";
+import {chromiumSkipReason, launchChromium} from "../webview/chromium.js";
+import {ensurePanelBuilt, webviewDistDir} from "../webview/panelBuild.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 
 // The independent parser this project checks its own /metrics with (see statLoggers.test.ts).
@@ -29,8 +32,8 @@ const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.exist
     ? `llama-server is not built (${binaryPath ?? "node_modules missing"}): run bash .ci/build-llama-server.sh (~20 min on 2 cores); with CI=true this fails`
     : false;
 
-function watch(targets: WatchedTarget[]): {monitor: TargetMonitor, manager: StatsManager, views: TargetView[]} {
-    const manager = new StatsManager({tickIntervalMs: 0});
+function watch(targets: WatchedTarget[], ticking = false): {monitor: TargetMonitor, manager: StatsManager, views: TargetView[]} {
+    const manager = new StatsManager(ticking ? {} : {tickIntervalMs: 0});
     const views: TargetView[] = [];
     const monitor = new TargetMonitor({
         targets, timeoutMs: 3000,
@@ -44,6 +47,35 @@ function watch(targets: WatchedTarget[]): {monitor: TargetMonitor, manager: Stat
         }
     });
     return {monitor, manager, views};
+}
+
+type Tile = {text: string, value: string, notReported: boolean, estimated: boolean};
+
+/**
+ * The real panel in Chromium on a DashboardServer fed by `manager`, after `work` ran and the tiles
+ * settled: every tile, the header's servers and notes, and whether the throughput chart drew a line.
+ */
+async function panelAfter(manager: StatsManager, work: () => Promise<void>, settled: () => boolean): Promise<{tiles: Record<string, Tile>, servers: string, notes: string}> {
+    ensurePanelBuilt();
+    const dashboard = await DashboardServer.listen({port: 0, source: manager, webviewDir: webviewDistDir});
+    const browser = await launchChromium();
+    try {
+        const page = await browser.context.newPage();
+        await page.goto(dashboard.url);
+        await work();
+        await page.waitForFunction(settled, undefined, {timeout: 15_000});
+        const tiles = await page.$$eval("[data-metric]", (elements) => Object.fromEntries(elements.map((element) => {
+            const html = element as HTMLElement;
+            return [html.dataset.metric!, {text: html.textContent ?? "", value: html.dataset.value ?? "",
+                notReported: html.dataset.notReported === "true", estimated: html.dataset.estimated === "true"}];
+        })));
+        const servers = await page.$eval("[data-field=servers]", (element) => element.textContent ?? "");
+        const notes = await page.$eval("[data-field=notes]", (element) => element.textContent ?? "");
+        return {tiles, servers, notes};
+    } finally {
+        await browser.close();
+        await dashboard.close();
+    }
 }
 
 /** A streamed completion read to its end; its usage. */
@@ -140,6 +172,29 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
             assert.ok(point.generationTokensPerS >= 0 && point.promptTokensPerS >= 0);
     });
 
+    test("the panel in Chromium: throughput and running filled, latencies 'not reported', the server listed up", {skip: chromiumSkipReason()}, async () => {
+        const {monitor, manager} = watch([{url: server.origin}], true);
+        await monitor.pollOnce();
+        monitor.start();
+        try {
+            const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
+            const {tiles, servers, notes} = await panelAfter(manager,
+                async () => void await Promise.all([0, 1].map((i) => complete(openai, 200, `Panel ${i}`))),
+                () => Number(document.querySelector<HTMLElement>("[data-metric=output_throughput]")?.dataset.value) > 0);
+            assert.ok(Number(tiles.output_throughput!.value) > 0);
+            assert.ok(!tiles.num_requests_running!.notReported, "llama.cpp reports its busy slots");
+            for (const key of ["median_ttft_ms", "p99_itl_ms", "median_e2el_ms", "completed"]) {
+                assert.equal(tiles[key]!.text, "not reported", key);
+                assert.ok(tiles[key]!.notReported, key);
+            }
+            assert.match(servers, new RegExp(`${server.origin.replace(/[.]/g, "\\.")} up`));
+            assert.match(notes, /Not reported by the server: .*time to first token/);
+        } finally {
+            await monitor.stop();
+            await manager.dispose();
+        }
+    });
+
     test("`watch`: the dashboard and our /metrics (vLLM names) for the watched server, on one port", async () => {
         let metrics = "";
         let page = 0;
@@ -212,6 +267,28 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         assert.deepEqual(views.at(-1)!.replicas.map((r) => r.status), ["up", "unreachable"]);
         assert.notEqual(manager.state, "crashed", "one replica down is not the service down");
         assert.equal(manager.counters().generationTokens, 60, "the merged total keeps what the stopped replica served");
+    });
+
+    test("the panel in Chromium: TTFT and ITL marked ≈ from the replicas' buckets, one replica listed unreachable", {skip: chromiumSkipReason()}, async () => {
+        const origins = servers.map((server) => server.baseUrl.replace(/\/v1$/, ""));
+        const {monitor, manager} = watch(origins.map((url) => ({url})), true);
+        await monitor.pollOnce();
+        monitor.start();
+        try {
+            const openai = new OpenAI({baseURL: servers[0]!.baseUrl, apiKey: "none", maxRetries: 0});
+            const {tiles, servers: listed} = await panelAfter(manager,
+                async () => void await Promise.all([0, 1, 2].map((i) => complete(openai, 12, `Panel ${i}`))),
+                () => document.querySelector("[data-metric=median_ttft_ms]")?.textContent?.startsWith("≈") === true);
+            for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "median_e2el_ms"]) {
+                assert.ok(tiles[key]!.estimated, key);
+                assert.match(tiles[key]!.text, /^≈ \d/, key);
+            }
+            assert.ok(!tiles.output_throughput!.notReported && !tiles.num_requests_running!.notReported);
+            assert.match(listed, /unreachable since/, "the replica stopped in the test before");
+        } finally {
+            await monitor.stop();
+            await manager.dispose();
+        }
     });
 });
 

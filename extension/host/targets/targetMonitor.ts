@@ -50,7 +50,7 @@ const whatIsMissing: ReadonlyArray<[keyof TargetReading, string]> = [
     ["generationTokensTotal", "generation tokens"], ["kvCapacityTokens", "KV cache use"], ["prefixCacheQueriesTotal", "prefix cache hits"]
 ];
 const histogramWords: ReadonlyArray<[HistogramMetric, string]> = [
-    ["ttft", "time to first token"], ["itl", "inter-token latency"], ["e2e", "end-to-end latency"],
+    ["ttft", "time to first token"], ["itl", "inter-token latency"], ["tpot", "time per output token"], ["e2e", "end-to-end latency"],
     ["queue", "queue time"], ["prefill", "prefill time"], ["decode", "decode time"]
 ];
 
