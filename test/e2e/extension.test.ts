@@ -205,7 +205,15 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         await page.keyboard.press("Control+V");
         await page.keyboard.press("Control+S");
         const deadline = Date.now() + 10_000;
-        while ((JSON.parse(fs.readFileSync(settingsFile, "utf8")) as Record<string, unknown>)[key] !== value) {
+        // VS Code writes the file in place: a read can catch it empty or half written, so that reads as "not yet".
+        const current = (): unknown => {
+            try {
+                return (JSON.parse(fs.readFileSync(settingsFile, "utf8")) as Record<string, unknown>)[key];
+            } catch {
+                return undefined;
+            }
+        };
+        while (current() !== value) {
             if (Date.now() > deadline)
                 throw new Error(`settings.json did not get ${key} = ${JSON.stringify(value)}`);
             await page.waitForTimeout(100);
