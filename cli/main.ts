@@ -7,6 +7,8 @@ import {commandList, type CliOptions, type CommandLine} from "./commandLine.js";
 import {demoCommandLine} from "./demoArgs.js";
 import {demoCommand} from "./demoCommand.js";
 import {makeModelCommand, makeModelCommandLine} from "./makeModelCommand.js";
+import {proxyCommandLine} from "./proxyArgs.js";
+import {proxyCommand} from "./proxyCommand.js";
 import {serveCommandLine} from "./serveArgs.js";
 import {serveCommand} from "./serveCommand.js";
 import {watchCommandLine} from "./watchArgs.js";
@@ -33,7 +35,8 @@ const commands: Command[] = [
     })},
     {commandLine: demoCommandLine, run: (args) => demoCommand(args, io)},
     {commandLine: serveCommandLine, run: (args) => serveCommand(args, io)},
-    {commandLine: watchCommandLine, run: (args) => watchCommand(args, io)}
+    {commandLine: watchCommandLine, run: (args) => watchCommand(args, io)},
+    {commandLine: proxyCommandLine, run: (args) => proxyCommand(args, io)}
 ];
 
 const usage = `Usage: inference-monitor <command> [options]

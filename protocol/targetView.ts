@@ -4,7 +4,8 @@
  */
 import type {HistogramMetric} from "./statsView.js";
 
-export const targetKinds = ["llamacpp", "vllm", "ollama"] as const;
+/** `openai`: a server that only speaks the OpenAI API (LM Studio, …), seen through the monitoring proxy. */
+export const targetKinds = ["llamacpp", "vllm", "ollama", "openai"] as const;
 export type TargetKind = typeof targetKinds[number];
 
 /** `connecting` until the first answer; `unauthorized` = 401/403; `error` = it answers, but not what its kind serves. */

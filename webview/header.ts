@@ -16,7 +16,7 @@ const fields = [
 type FieldName = typeof fields[number][0];
 
 const backendNames: Record<string, string> = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal", cpu: "CPU"};
-const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama"};
+const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama", openai: "OpenAI-compatible server"};
 
 export class Header {
     readonly element = el("header", "header");

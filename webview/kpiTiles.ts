@@ -5,7 +5,8 @@
  *
  * For watched servers (`target` in the view) a tile shows what those servers give: "not reported" when
  * none of them reports the number, and for latencies the estimate from their histogram buckets,
- * marked "≈" (`data-estimated`), since the exact per-request values never reach us.
+ * marked "≈" (`data-estimated`), since the exact per-request values never reach us — unless the
+ * requests pass our monitoring proxy, which measures them exactly.
  */
 import type {LatencyMetric, StatsSnapshotView} from "../protocol/statsView.js";
 import type {TargetView} from "../protocol/targetView.js";
@@ -21,14 +22,17 @@ export type KpiDefinition = {
     value(view: KpiSource): number | null,
     /** For watched servers: the words of TargetView.notReported that make this tile "not reported". */
     reportedAs?: string,
-    /** For watched servers: the bucket estimate this tile shows instead (latencies). */
-    estimate?: (target: TargetView) => number | null
+    /** For watched servers: the bucket estimate this tile shows instead (latencies); undefined when there is none. */
+    estimate?: (target: TargetView) => number | null | undefined
 };
 
 /** A latency tile: exact from our own requests, ≈ from the servers' buckets when watching. */
 function latency(key: string, label: string, metric: LatencyMetric, quantile: "p50" | "p99", words: string): KpiDefinition {
     return {key, label, unit: "ms", value: (v) => ms(v.percentiles[metric][quantile]), reportedAs: words,
-        estimate: (target) => ms(target.estimated[metric]?.[quantile] ?? null)};
+        estimate: (target) => {
+            const estimated = target.estimated[metric];
+            return estimated === undefined ? undefined : ms(estimated[quantile]);
+        }};
 }
 
 const ms = (seconds: number | null): number | null => seconds === null ? null : seconds * 1000;
@@ -79,8 +83,9 @@ export class KpiTiles {
         for (const {definition, element} of this.values) {
             const words = definition.reportedAs;
             const notReported = target !== null && words !== undefined && target.notReported.includes(words);
-            const estimated = target !== null && !notReported && definition.estimate !== undefined;
-            const value = notReported ? null : estimated ? definition.estimate!(target) : definition.value(view);
+            const estimate = target === null || notReported ? undefined : definition.estimate?.(target);
+            const estimated = estimate !== undefined;
+            const value = notReported ? null : estimate !== undefined ? estimate : definition.value(view);
             setText(element, notReported ? "not reported" : `${estimated && value !== null ? "≈ " : ""}${formatNumber(value)}`);
             const exact = value === null ? "" : String(value);
             if (element.dataset.value !== exact)

@@ -188,6 +188,9 @@ export class TargetMonitor {
                 const ranks = await readVllm(url, http);
                 return ranks.map(({engine, reading}) => ({name: ranks.length > 1 ? `${url}#${engine}` : url, reading}));
             }
+            case "openai":
+                throw new TargetReadError(`${url} only speaks the OpenAI API, which has nothing to poll: ` +
+                    "watch its traffic with `inference-monitor proxy --upstream` instead", "bad");
         }
     }
 

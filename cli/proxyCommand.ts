@@ -1,0 +1,70 @@
+import path from "node:path";
+import {DashboardServer} from "../extension/host/dashboard/dashboardServer.js";
+import {MonitoringProxy} from "../extension/host/proxy/monitoringProxy.js";
+import {ProxyStats} from "../extension/host/proxy/proxyStats.js";
+import {ProxyTargetView} from "../extension/host/proxy/proxyTargetView.js";
+import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+import {probeTarget} from "../extension/host/targets/probeTarget.js";
+import {targetGetJson} from "../extension/host/targets/targetHttp.js";
+import {isObject} from "../protocol/validation.js";
+import type {CliIo} from "./cliIo.js";
+import {readCommandLine} from "./commandLine.js";
+import {proxyCommandLine, proxyOptionsFrom} from "./proxyArgs.js";
+import {serverStartFailure} from "./serverStartFailure.js";
+
+/**
+ * `inference-monitor proxy --upstream URL`: forwards `/v1/*` and `/api/*` to the upstream unchanged and
+ * measures every generation request; the dashboard and our `/metrics` on the monitor port, until Ctrl-C.
+ */
+export async function proxyCommand(args: string[], io: CliIo): Promise<number> {
+    const commandLine = readCommandLine(proxyCommandLine, args, io, (values) => proxyOptionsFrom(values));
+    if ("exitCode" in commandLine)
+        return commandLine.exitCode;
+    const {options} = commandLine;
+    const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), logIntervalS: options.logIntervalS});
+    const manager = pipeline.manager;
+    const target = new ProxyTargetView(options.upstream);
+    // What is behind the proxy, once (a server that is down now may come up later: the proxy does not care).
+    try {
+        target.kind = await probeTarget(options.upstream, {timeoutMs: 3000});
+    } catch {
+        target.kind = "openai";
+    }
+    const models = await targetGetJson(`${options.upstream}/v1/models`, {timeoutMs: 3000}).catch(() => undefined);
+    const first: unknown = isObject(models) && Array.isArray(models.data) ? models.data[0] : undefined;
+    target.model = isObject(first) && typeof first.id === "string" ? first.id : null;
+    manager.onEngineState("ready");
+    manager.onTarget(target.view());
+    const stats = new ProxyStats(manager);
+    let proxy: MonitoringProxy | undefined;
+    let dashboard: DashboardServer | undefined;
+    try {
+        proxy = await MonitoringProxy.listen({
+            upstream: options.upstream, port: options.port, stats,
+            onUpstream: (reachable, error) => {
+                target.reached(reachable, error);
+                manager.onTarget(target.view());
+            }
+        });
+        dashboard = await DashboardServer.listen({
+            port: options.monitorPort, source: manager, webviewDir: path.join(__dirname, "webview"), title: "Inference Monitor · proxy",
+            metrics: await pipeline.mountMetrics(target.model !== null ? {modelName: target.model} : {})
+        });
+    } catch (error) {
+        await proxy?.close();
+        await pipeline.dispose();
+        io.stderr(`${serverStartFailure(error, proxy === undefined ? "--port" : "--monitor-port", "a free one")}\n`);
+        return 1;
+    }
+    io.stdout(`Proxy: ${proxy.url}/v1 → ${options.upstream} (${target.kind}${target.model !== null ? `, ${target.model}` : ""})\n` +
+        `Dashboard: ${dashboard.url}   Metrics: ${dashboard.url}metrics\nPoint your tools at ${proxy.url}/v1. Ctrl-C stops.\n`);
+    await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+    });
+    io.stdout("Stopping…\n");
+    await proxy.close();
+    await dashboard.close();
+    await pipeline.dispose();
+    return 0;
+}
