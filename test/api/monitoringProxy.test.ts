@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import http from "node:http";
-import type {AddressInfo} from "node:net";
+import type {AddressInfo, Socket} from "node:net";
 import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
@@ -153,6 +153,48 @@ describe("monitoring proxy: dead upstream, Ollama's stream, the command", () => 
             assert.deepEqual(reached, [false]);
         } finally {
             await proxy.close();
+        }
+    });
+
+    test("an upstream that closes kept-alive connections (as llama-server does): the request goes out again on a new one", async () => {
+        // Drops a connection as soon as a second request arrives on it: the proxy's pooled socket is then certainly dead.
+        const served = new WeakSet<Socket>();
+        let connections = 0;
+        let bodies: string[] = [];
+        const upstream = http.createServer((incoming, response) => {
+            if (served.has(incoming.socket)) {
+                incoming.socket.destroy();
+                return;
+            }
+            served.add(incoming.socket);
+            let body = "";
+            incoming.setEncoding("utf8").on("data", (chunk: string) => body += chunk);
+            incoming.on("end", () => {
+                bodies.push(body);
+                response.writeHead(200, {"Content-Type": "text/event-stream"});
+                response.write(`data: ${JSON.stringify({choices: [{index: 0, text: "Hi", finish_reason: "length"}]})}\n\n`);
+                response.end("data: [DONE]\n\n");
+            });
+        });
+        upstream.on("connection", () => connections++);
+        await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+        const {proxy, manager} = await proxied(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`);
+        try {
+            bodies = [];
+            for (let i = 0; i < 4; i++) {
+                const body = JSON.stringify({model: "m", prompt: `request ${i}`, stream: true});
+                const response = await fetch(`${proxy.url}/v1/completions`, {method: "POST", headers: {"Content-Type": "application/json"}, body});
+                assert.equal(response.status, 200);
+                assert.match(await response.text(), /"text":"Hi"/);
+            }
+            assert.deepEqual(bodies.map((b) => (JSON.parse(b) as {prompt: string}).prompt), ["request 0", "request 1", "request 2", "request 3"],
+                "each body arrived whole, once");
+            assert.equal(connections, 4, "one new connection per request, after the dead one");
+            assert.equal(manager.counters().requests.completed, 4);
+        } finally {
+            await proxy.close();
+            upstream.closeAllConnections();
+            upstream.close();
         }
     });
 

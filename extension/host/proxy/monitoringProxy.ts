@@ -36,6 +36,9 @@ export type MonitoringProxyOptions = {
 };
 
 const measuredPaths = new Set(["/v1/chat/completions", "/v1/completions", "/api/generate", "/api/chat"]);
+/** Resends over a fresh connection when a kept-alive one was closed under us: at most this often, bodies up to this size. */
+const maxAttempts = 8;
+const maxReplayBytes = 8 << 20;
 const hopByHop = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"]);
 
 export class MonitoringProxy {
@@ -106,61 +109,103 @@ export class MonitoringProxy {
         forwardHeaders.host = this.upstream.host;
         const client = this.upstream.protocol === "https:" ? https : http;
         const requestOptions: http.RequestOptions = {method: request.method, headers: forwardHeaders, agent: this.agent};
-        const upstreamRequest = client.request(target, requestOptions, (upstreamResponse) => {
-            this.options.onUpstream?.(true);
-            const status = upstreamResponse.statusCode ?? 502;
-            const responseHeaders: http.OutgoingHttpHeaders = {};
-            for (const [name, value] of Object.entries(upstreamResponse.headers))
-                if (!hopByHop.has(name) && value !== undefined)
-                    responseHeaders[name] = value;
-            response.writeHead(status, upstreamResponse.statusMessage, responseHeaders);
-            response.flushHeaders();
-            const format = tapFormat(upstreamResponse.headers["content-type"]);
-            const tap = id !== undefined && status < 400 ? createTap(format, (text) => stats.text(id, text)) : undefined;
-            const errorBody: Buffer[] = [];
-            upstreamResponse.on("data", (chunk: Buffer) => {
-                response.write(chunk);
-                if (tap !== undefined)
-                    tap.write(chunk);
-                else if (status >= 400 && errorBody.length < 64)
-                    errorBody.push(chunk);
-            });
-            upstreamResponse.on("end", () => {
-                response.end();
-                if (tap === undefined) {
-                    end({reason: "error", promptTokens: undefined, completionTokens: undefined,
-                        error: `HTTP ${status} from the upstream: ${Buffer.concat(errorBody).toString("utf8").slice(0, 300)}`,
-                        errorCode: status < 500 ? "invalid_request" : "engine_error"});
+        // A copy of the body, to send it again when a kept-alive connection turns out to be closed
+        // (llama-server closes its connection after every streamed answer): only before any answer came.
+        const body: Buffer[] = [];
+        let bodyBytes = 0;
+        let bodyComplete = false;
+        let current: http.ClientRequest;
+        const attempt = (attemptNo: number): http.ClientRequest => {
+            const upstreamRequest = client.request(target, requestOptions,
+                (upstreamResponse) => this.relay(upstreamResponse, response, id, end));
+            upstreamRequest.on("error", (error) => {
+                const code = (error as NodeJS.ErrnoException).code;
+                const staleSocket = upstreamRequest.reusedSocket && (code === "ECONNRESET" || code === "EPIPE");
+                if (staleSocket && !response.headersSent && bodyBytes <= maxReplayBytes && attemptNo < maxAttempts && !response.destroyed) {
+                    const resend = () => {
+                        current = attempt(attemptNo + 1);
+                        for (const chunk of body)
+                            current.write(chunk);
+                        current.end();
+                    };
+                    if (bodyComplete) resend();
+                    else request.once("end", resend);
                     return;
                 }
-                const said = tap.end();
-                end({
-                    reason: said.error !== undefined ? "error" : said.finishReason === "length" ? "length" : "stop",
-                    promptTokens: said.promptTokens, completionTokens: said.completionTokens,
-                    ...(said.error !== undefined ? {error: said.error, errorCode: "engine_error" as const} : {})
-                });
+                if (!response.headersSent) {
+                    this.options.onUpstream?.(false, errorMessage(error));
+                    fail(response, new ApiRequestError(`the upstream ${this.upstream.origin} could not be reached: ${errorMessage(error)}`,
+                        null, 502, "server_error", "upstream_unreachable"));
+                } else
+                    response.destroy();
+                end({reason: "error", promptTokens: undefined, completionTokens: undefined, error: `upstream: ${errorMessage(error)}`});
             });
-            upstreamResponse.on("error", (error) => {
-                response.destroy();
-                end({reason: "error", promptTokens: undefined, completionTokens: undefined, error: `the upstream stream broke: ${errorMessage(error)}`});
-            });
+            return upstreamRequest;
+        };
+        current = attempt(1);
+        const first = current;
+        request.on("data", (chunk: Buffer) => {
+            bodyBytes += chunk.length;
+            if (bodyBytes <= maxReplayBytes)
+                body.push(chunk);
+            if (current === first)
+                first.write(chunk);
         });
-        upstreamRequest.on("error", (error) => {
-            if (!response.headersSent) {
-                this.options.onUpstream?.(false, errorMessage(error));
-                fail(response, new ApiRequestError(`the upstream ${this.upstream.origin} could not be reached: ${errorMessage(error)}`, null, 502, "server_error", "upstream_unreachable"));
-            } else
-                response.destroy();
-            end({reason: "error", promptTokens: undefined, completionTokens: undefined, error: `upstream: ${errorMessage(error)}`});
+        request.on("end", () => {
+            bodyComplete = true;
+            if (current === first)
+                first.end();
         });
         // The client went away before the answer ended: stop the upstream work too.
         response.on("close", () => {
             if (!response.writableFinished) {
-                upstreamRequest.destroy();
+                current.destroy();
                 end({reason: "abort", promptTokens: undefined, completionTokens: undefined});
             }
         });
-        request.pipe(upstreamRequest);
+    }
+
+    /** Passes the upstream's answer on as it arrives, reading generation answers on the way. */
+    private relay(upstreamResponse: http.IncomingMessage, response: http.ServerResponse, id: string | undefined,
+        end: (outcome: ProxiedEnd) => void): void {
+        const stats = this.options.stats;
+        this.options.onUpstream?.(true);
+        const status = upstreamResponse.statusCode ?? 502;
+        const responseHeaders: http.OutgoingHttpHeaders = {};
+        for (const [name, value] of Object.entries(upstreamResponse.headers))
+            if (!hopByHop.has(name) && value !== undefined)
+                responseHeaders[name] = value;
+        response.writeHead(status, upstreamResponse.statusMessage, responseHeaders);
+        response.flushHeaders();
+        const format = tapFormat(upstreamResponse.headers["content-type"]);
+        const tap = id !== undefined && status < 400 ? createTap(format, (text) => stats.text(id, text)) : undefined;
+        const errorBody: Buffer[] = [];
+        upstreamResponse.on("data", (chunk: Buffer) => {
+            response.write(chunk);
+            if (tap !== undefined)
+                tap.write(chunk);
+            else if (status >= 400 && errorBody.length < 64)
+                errorBody.push(chunk);
+        });
+        upstreamResponse.on("end", () => {
+            response.end();
+            if (tap === undefined) {
+                end({reason: "error", promptTokens: undefined, completionTokens: undefined,
+                    error: `HTTP ${status} from the upstream: ${Buffer.concat(errorBody).toString("utf8").slice(0, 300)}`,
+                    errorCode: status < 500 ? "invalid_request" : "engine_error"});
+                return;
+            }
+            const said = tap.end();
+            end({
+                reason: said.error !== undefined ? "error" : said.finishReason === "length" ? "length" : "stop",
+                promptTokens: said.promptTokens, completionTokens: said.completionTokens,
+                ...(said.error !== undefined ? {error: said.error, errorCode: "engine_error" as const} : {})
+            });
+        });
+        upstreamResponse.on("error", (error) => {
+            response.destroy();
+            end({reason: "error", promptTokens: undefined, completionTokens: undefined, error: `the upstream stream broke: ${errorMessage(error)}`});
+        });
     }
 }
 
