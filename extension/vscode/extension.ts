@@ -9,9 +9,11 @@ import {ApiEndpoint} from "./apiEndpoint.js";
 import {copyApiEndpoint, setApiKey} from "./commands/apiEndpointCommands.js";
 import {exportStats} from "./commands/exportStats.js";
 import {runBenchmark} from "./commands/runBenchmark.js";
+import {attachServer, detachServers, showStatsFor} from "./commands/serverCommands.js";
 import {sendPrompt} from "./commands/sendPrompt.js";
 import {EngineController} from "./engineController.js";
 import {pickModel, type ModelChoice} from "./modelPicker.js";
+import {ServerWatch} from "./serverWatch.js";
 import {readSettings} from "./settings.js";
 import {StatsPanelManager} from "./statsPanel.js";
 import {EngineStatusBar} from "./statusBar.js";
@@ -26,13 +28,17 @@ export function activate(context: vscode.ExtensionContext): void {
     controller = engine;
     const endpoint = new ApiEndpoint(context, engine, log);
     apiEndpoint = endpoint;
-    const panels = new StatsPanelManager(context, engine, log);
-    context.subscriptions.push(log, new EngineStatusBar(engine, endpoint), panels);
+    const servers = new ServerWatch(context, log);
+    const panels = new StatsPanelManager(context, engine, log, servers);
+    context.subscriptions.push(log, servers, new EngineStatusBar(engine, endpoint, servers), panels);
+    const updateServersContext = () => void vscode.commands.executeCommand("setContext", "inferenceMonitor.hasServers", servers.sources.length > 0);
+    context.subscriptions.push(servers.onDidChange(updateServersContext));
+    updateServersContext();
 
     const command = (id: string, run: () => unknown) =>
         context.subscriptions.push(vscode.commands.registerCommand(id, async () => {
             try {
-                await run();
+                return await run();
             } catch (error) {
                 const message = errorMessage(error);
                 log.error(`${id} failed: ${message}`);
@@ -56,6 +62,17 @@ export function activate(context: vscode.ExtensionContext): void {
     command("inferenceMonitor.exportStats", () => exportStats(engine, log));
     command("inferenceMonitor.copyApiEndpoint", () => copyApiEndpoint(endpoint));
     command("inferenceMonitor.setApiKey", () => setApiKey(endpoint));
+    command("inferenceMonitor.attachServer", async () => {
+        const attached = await attachServer(servers, log);
+        if (attached)
+            panels.reveal(true);
+        return attached;
+    });
+    command("inferenceMonitor.detachServer", () => detachServers(servers));
+    command("inferenceMonitor.showStatsFor", async () => {
+        if (await showStatsFor(servers))
+            panels.reveal(true);
+    });
 }
 
 export async function deactivate(): Promise<void> {

@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import {gpuSettings, type GpuSetting} from "../../protocol/engineOptions.js";
-import {isOneOf} from "../../protocol/validation.js";
+import {targetKinds, type TargetKind} from "../../protocol/targetView.js";
+import {isObject, isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
 import {defaultApiPort} from "../host/openai/apiServer.js";
 
@@ -21,8 +22,13 @@ export type MonitorSettings = {
     /** Serve the OpenAI-compatible API while a model runs. */
     serverEnabled: boolean,
     /** Its port on 127.0.0.1 (1..65535). */
-    serverPort: number
+    serverPort: number,
+    /** Servers to watch (Attach to Server…); their API keys live in SecretStorage, not here. */
+    targets: TargetSetting[]
 };
+
+/** One entry of `inferenceMonitor.targets`. */
+export type TargetSetting = {url: string, name?: string, kind?: TargetKind};
 
 export function readSettings(): MonitorSettings {
     const config = vscode.workspace.getConfiguration(configSection);
@@ -40,8 +46,32 @@ export function readSettings(): MonitorSettings {
         prometheusPort: Math.min(65535, Math.max(0, Math.floor(config.get<number>("prometheusPort", 0)))),
         stallThresholdMs: Math.max(100, Math.floor(config.get<number>("stallThresholdMs", 1000))),
         serverEnabled: config.get<boolean>("server.enabled", true) !== false,
-        serverPort: validPort(config.get<number>("server.port", defaultApiPort)) ?? defaultApiPort
+        serverPort: validPort(config.get<number>("server.port", defaultApiPort)) ?? defaultApiPort,
+        targets: readTargets(config.get<unknown>("targets", []))
     };
+}
+
+/** The valid entries of `inferenceMonitor.targets` (http/https URLs, without a trailing slash), in order, each URL once. */
+export function readTargets(value: unknown): TargetSetting[] {
+    const out: TargetSetting[] = [];
+    for (const entry of Array.isArray(value) ? value as unknown[] : []) {
+        if (!isObject(entry) || typeof entry.url !== "string")
+            continue;
+        let url: URL;
+        try {
+            url = new URL(entry.url);
+        } catch {
+            continue;
+        }
+        if (url.protocol !== "http:" && url.protocol !== "https:")
+            continue;
+        const clean = url.href.replace(/\/+$/, "");
+        if (out.some((target) => target.url === clean))
+            continue;
+        out.push({url: clean, ...(typeof entry.name === "string" && entry.name !== "" ? {name: entry.name} : {}),
+            ...(isOneOf(entry.kind, targetKinds) ? {kind: entry.kind} : {})});
+    }
+    return out;
 }
 
 function validPort(value: unknown): number | undefined {

@@ -2,7 +2,9 @@ import * as vscode from "vscode";
 import {makeNonce, renderPanelHtml} from "../host/panel/panelHtml.js";
 import {encodeMessage, type ExportFormat, type ExportResultParams} from "../../protocol/panelMessages.js";
 import {PanelSession} from "../host/panel/panelSession.js";
+import type {PanelStatsSource} from "../host/panel/panelSession.js";
 import type {EngineController} from "./engineController.js";
+import type {ServerWatch} from "./serverWatch.js";
 import {saveStatsExport} from "./saveExport.js";
 
 export const statsViewType = "inferenceMonitor.stats";
@@ -18,9 +20,19 @@ export class StatsPanelManager implements vscode.Disposable {
     private readonly disposables: vscode.Disposable[] = [];
     private readonly webviewRoot: vscode.Uri;
 
+    private session: PanelSession | undefined;
+    /** What the panel shows: the server(s) chosen with "Show Stats For…", else the local engine. */
+    private readonly source: PanelStatsSource = {
+        snapshot: () => this.currentStats().snapshot(),
+        subscribe: (listener, options) => this.currentStats().subscribe(listener, options),
+        reset: () => this.currentStats().reset()
+    };
+
     constructor(context: vscode.ExtensionContext, private readonly controller: EngineController,
-        private readonly log: vscode.LogOutputChannel) {
+        private readonly log: vscode.LogOutputChannel, private readonly servers?: ServerWatch) {
         this.webviewRoot = vscode.Uri.joinPath(context.extensionUri, "dist", "webview");
+        if (servers !== undefined)
+            this.disposables.push(servers.onDidChange(() => this.session?.resync()));
         this.disposables.push(vscode.window.registerWebviewPanelSerializer(statsViewType, {
             deserializeWebviewPanel: (panel) => {
                 this.adopt(panel);
@@ -54,12 +66,13 @@ export class StatsPanelManager implements vscode.Disposable {
         this.panel = panel;
         panel.webview.options = this.webviewOptions();
         const session = new PanelSession({
-            source: this.controller.stats,
+            source: this.source,
             send: (message) => void panel.webview.postMessage(JSON.parse(encodeMessage(message)) as unknown),
             exportStats: (format) => this.exportToFile(format),
             engineStartedAt: () => this.engineStartedAt(),
             onRejected: (reason) => this.log.warn(`stats panel: dropped a message: ${reason}`)
         });
+        this.session = session;
         const webview = panel.webview;
         webview.html = renderPanelHtml({
             scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(this.webviewRoot, "panel.js")).toString(),
@@ -82,17 +95,22 @@ export class StatsPanelManager implements vscode.Disposable {
                 subscription.dispose();
             if (this.panel === panel) {
                 this.panel = undefined;
+                this.session = undefined;
             }
         });
     }
 
+    private currentStats(): PanelStatsSource {
+        return this.servers?.selected?.manager ?? this.controller.stats;
+    }
+
     private engineStartedAt(): number | undefined {
-        return this.controller.engineReadyAt;
+        return this.servers?.selected !== undefined ? undefined : this.controller.engineReadyAt;
     }
 
     /** Saves through the same dialog as "Export Stats…"; a cancelled or failed save answers the panel with an error notice. */
     private async exportToFile(format: ExportFormat): Promise<ExportResultParams> {
-        const outcome = await saveStatsExport(this.controller.stats.snapshot(), format, this.log);
+        const outcome = await saveStatsExport(this.source.snapshot(), format, this.log);
         if (outcome.kind === "cancelled")
             throw new Error("cancelled");
         if (outcome.kind === "failed")

@@ -3,6 +3,7 @@ import type {StatsDelta} from "../../protocol/statsView.js";
 import {formatDuration, formatTokensPerS} from "../../common/format.js";
 import type {ApiEndpoint} from "./apiEndpoint.js";
 import type {EngineController} from "./engineController.js";
+import type {ServerWatch} from "./serverWatch.js";
 
 type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number};
 
@@ -10,19 +11,25 @@ type Shown = {state: string, tokensPerS: number, running: number, msSinceLastSte
  * `$(pulse) 42.1 tok/s · 2 running` while an engine is up; stalled and crashed in the theme's
  * warning/error colours. Clicking opens the stats panel. Subscribes to StatsManager deltas at 2 Hz
  * only while an engine exists. The tooltip names the OpenAI-compatible endpoint while it serves.
+ * While the panel shows watched servers ("Show Stats For…"), it shows those: `$(server) … · llama.cpp`.
  */
 export class EngineStatusBar implements vscode.Disposable {
     private readonly item = vscode.window.createStatusBarItem("inferenceMonitor.status", vscode.StatusBarAlignment.Left, 50);
     private unsubscribe: (() => void) | undefined;
     private shown: Shown = {state: "stopped", tokensPerS: 0, running: 0, msSinceLastStep: 0};
     private readonly subscriptions: vscode.Disposable[];
+    /** The source subscribed to (the engine's manager or a watched server's), to notice a switch. */
+    private following: object | undefined;
 
-    constructor(private readonly controller: EngineController, private readonly endpoint?: ApiEndpoint) {
+    constructor(private readonly controller: EngineController, private readonly endpoint?: ApiEndpoint,
+        private readonly servers?: ServerWatch) {
         this.item.name = "Inference Monitor";
         this.item.command = "inferenceMonitor.showStats";
         this.subscriptions = [controller.onDidChange(() => this.follow())];
         if (endpoint !== undefined)
             this.subscriptions.push(endpoint.onDidChange(() => this.render()));
+        if (servers !== undefined)
+            this.subscriptions.push(servers.onDidChange(() => this.follow()));
         this.follow();
     }
 
@@ -34,15 +41,19 @@ export class EngineStatusBar implements vscode.Disposable {
     }
 
     private follow(): void {
-        const active = this.controller.engine !== undefined;
-        if (active && this.unsubscribe === undefined) {
-            const snapshot = this.controller.stats.snapshot();
-            this.shown = {state: snapshot.state, tokensPerS: snapshot.gauges.generationTokensPerS, running: snapshot.gauges.running,
-                msSinceLastStep: snapshot.gauges.msSinceLastStep};
-            this.unsubscribe = this.controller.stats.subscribe((delta) => this.apply(delta), {maxHz: 2});
-        } else if (!active && this.unsubscribe !== undefined) {
+        const server = this.servers?.selected;
+        const stats = server?.manager ?? this.controller.stats;
+        const active = server !== undefined || this.controller.engine !== undefined;
+        if (this.unsubscribe !== undefined && (!active || this.following !== stats)) {
             this.unsubscribe();
             this.unsubscribe = undefined;
+        }
+        if (active && this.unsubscribe === undefined) {
+            const snapshot = stats.snapshot();
+            this.shown = {state: snapshot.state, tokensPerS: snapshot.gauges.generationTokensPerS, running: snapshot.gauges.running,
+                msSinceLastStep: snapshot.gauges.msSinceLastStep};
+            this.following = stats;
+            this.unsubscribe = stats.subscribe((delta) => this.apply(delta), {maxHz: 2});
         }
         if (!active)
             this.shown = {...this.shown, state: "stopped", running: 0, tokensPerS: 0};
@@ -63,6 +74,17 @@ export class EngineStatusBar implements vscode.Disposable {
 
     private render(): void {
         const {state, tokensPerS, running, msSinceLastStep} = this.shown;
+        const server = this.servers?.selected;
+        if (server !== undefined) {
+            this.item.text = state === "crashed" ? `$(error) ${server.label}: unreachable`
+                : state === "loading" ? `$(loading~spin) ${server.label}: connecting…`
+                    : `$(server) ${formatTokensPerS(tokensPerS)} · ${running} running · ${server.label}`;
+            this.item.backgroundColor = state === "crashed" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+            this.item.tooltip = `Inference Monitor: watching ${server.label} — ${state}. Click to open the stats panel; ` +
+                "Show Stats For… switches back to the local engine.";
+            this.item.show();
+            return;
+        }
         const model = this.controller.modelLabel;
         if (state === "stopped" && model === undefined) {
             this.item.hide();

@@ -16,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import {after, before, describe, it} from "node:test";
 import OpenAI from "openai";
+import {startServe} from "../../scripts/serveProcess.js";
 import type {FrameLocator, Page} from "playwright-core";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
@@ -275,6 +276,40 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             const frame = webviewFrame(page);
             await frame.locator('[data-metric="completed"]').first().waitFor({state: "visible", timeout: 30_000});
             await checkPanel(frame);
+        });
+    });
+
+    it("attaches to a running server (a second serve, vLLM-compatible); the panel and status bar show it; Show Stats For… goes back", async () => {
+        await step("attachServer", async () => {
+            const upstream = await startServe(modelPath, ["--parallel", "2", "--threads", "1", "--context-size", "1024", "--log-interval", "3600"]);
+            try {
+                const origin = upstream.baseUrl.replace(/\/v1$/, "");
+                await runCommand(page, "Inference Monitor: Attach to Server…");
+                await pickQuickPickItem(page, /Enter a URL/, {typeFilter: false});
+                // the URL box replaces the picker: wait for its prompt, or the text goes to the closing picker
+                await page.locator(".quick-input-widget .quick-input-message", {hasText: "The server's base URL"}).first()
+                    .waitFor({state: "visible", timeout: 15_000});
+                await answerInputBox(page, origin);
+                await waitForNotification(page, new RegExp(`watching vLLM at ${origin.replace(/[.]/g, "\\.")}`));
+                const frame = webviewFrame(page);
+                await frame.locator("[data-field=servers]", {hasText: `${origin} up`}).first().waitFor({state: "visible", timeout: 30_000});
+                const openai = new OpenAI({baseURL: upstream.baseUrl, apiKey: "none", maxRetries: 0, timeout: 60_000});
+                for (let i = 0; i < 3; i++)
+                    await openai.completions.create({model: "m", prompt: `Hello ${i}`, max_tokens: 8, ...{ignore_eos: true}});
+                // TTFT of the server's own requests, estimated from its histogram buckets
+                await frame.locator('[data-metric="median_ttft_ms"]', {hasText: /^≈ \d/}).first().waitFor({state: "visible", timeout: 30_000});
+                await page.locator(".statusbar-item", {hasText: origin}).first().waitFor({state: "visible", timeout: 15_000});
+                const settings = JSON.parse(fs.readFileSync(path.join(server!.userDataDir, "User", "settings.json"), "utf8")) as Record<string, unknown>;
+                assert.deepEqual(settings["inferenceMonitor.targets"], [{url: origin}], "the URL in settings, and no key");
+
+                await runCommand(page, "Inference Monitor: Show Stats For…");
+                await pickQuickPickItem(page, /Local engine/, {typeFilter: false});
+                await frame.locator("[data-field=servers]").first().waitFor({state: "hidden", timeout: 15_000});
+                await page.locator(".statusbar-item", {hasText: origin}).first().waitFor({state: "hidden", timeout: 15_000});
+                assert.ok(await tileValue(frame, "completed") >= 22, "the local engine's numbers are back");
+            } finally {
+                await upstream.stop();
+            }
         });
     });
 

@@ -81,6 +81,15 @@ export class PanelSession {
         this.unsubscribe = undefined;
     }
 
+    /**
+     * The source now shows something else (another server, or back to the engine): a live panel gets a
+     * fresh snapshot from it and its deltas from then on; a hidden or paused one gets it when it asks.
+     */
+    resync(): void {
+        if (this.unsubscribe !== undefined)
+            this.sendSnapshot();
+    }
+
     dispose(): void {
         this.stopDeltas();
     }

@@ -1,0 +1,127 @@
+/**
+ * The servers the stats panel watches (`inferenceMonitor.targets`): one TargetMonitor and StatsManager
+ * per server, plus a merged one when there are several, each a source the panel and the status bar
+ * can show instead of the local engine (`select`). API keys come from SecretStorage. Follows the
+ * setting live.
+ */
+import * as vscode from "vscode";
+import {errorMessage} from "../../common/errorMessage.js";
+import {StatsManager} from "../host/stats/statsManager.js";
+import {TargetMonitor, type WatchedTarget} from "../host/targets/targetMonitor.js";
+import {configSection, readSettings, type TargetSetting} from "./settings.js";
+
+/** SecretStorage key of a watched server's API key. */
+export function targetSecretKey(url: string): string {
+    return `inferenceMonitor.targetApiKey:${url}`;
+}
+
+/** One thing the panel can show: a server, all of them merged, or (key undefined) the local engine. */
+export type StatsSourceChoice = {key: string, label: string, manager: StatsManager};
+
+export const mergedKey = "merged";
+
+type Watched = StatsSourceChoice & {monitor: TargetMonitor};
+
+export class ServerWatch implements vscode.Disposable {
+    private watched: Watched[] = [];
+    private selectedKey: string | undefined;
+    private readonly changeEmitter = new vscode.EventEmitter<void>();
+    /** Sources or the selection changed. */
+    readonly onDidChange = this.changeEmitter.event;
+    private readonly disposables: vscode.Disposable[] = [];
+    private reloading: Promise<void> = Promise.resolve();
+    private appliedJson = "[]";
+
+    constructor(private readonly context: vscode.ExtensionContext, private readonly log: vscode.LogOutputChannel) {
+        this.disposables.push(this.changeEmitter, vscode.workspace.onDidChangeConfiguration((event) => {
+            if (event.affectsConfiguration(`${configSection}.targets`))
+                void this.reload();
+        }));
+        void this.reload();
+    }
+
+    /** The servers and their merged view, in the order of the setting (merged first when there are several). */
+    get sources(): readonly StatsSourceChoice[] {
+        return this.watched;
+    }
+
+    /** The source the panel shows; undefined = the local engine. */
+    get selected(): StatsSourceChoice | undefined {
+        return this.watched.find((source) => source.key === this.selectedKey);
+    }
+
+    select(key: string | undefined): void {
+        this.selectedKey = key;
+        this.changeEmitter.fire();
+    }
+
+    /** Re-reads the setting and the keys; waits for a reload already running. */
+    async reload(): Promise<void> {
+        this.reloading = this.reloading.then(() => this.apply(), (error: unknown) => this.log.error(`servers: ${errorMessage(error)}`));
+        await this.reloading;
+    }
+
+    /** Adds a server to the setting (user settings), shows it, and stores its key when given. */
+    async attach(target: TargetSetting, apiKey: string | undefined): Promise<void> {
+        if (apiKey !== undefined)
+            await this.context.secrets.store(targetSecretKey(target.url), apiKey);
+        const targets = readSettings().targets;
+        if (!targets.some((existing) => existing.url === target.url))
+            await vscode.workspace.getConfiguration(configSection).update("targets", [...targets, target], vscode.ConfigurationTarget.Global);
+        await this.reload();
+        this.select(this.watched.length > 1 ? mergedKey : target.url);
+    }
+
+    /** Removes servers from the setting and forgets their keys. */
+    async detach(urls: readonly string[]): Promise<void> {
+        for (const url of urls)
+            await this.context.secrets.delete(targetSecretKey(url));
+        const targets = readSettings().targets.filter((target) => !urls.includes(target.url));
+        await vscode.workspace.getConfiguration(configSection).update("targets", targets.length > 0 ? targets : undefined, vscode.ConfigurationTarget.Global);
+        await this.reload();
+    }
+
+    dispose(): void {
+        void this.stopAll();
+        for (const disposable of this.disposables)
+            disposable.dispose();
+    }
+
+    private async apply(): Promise<void> {
+        const targets = readSettings().targets;
+        const watched: WatchedTarget[] = await Promise.all(targets.map(async (target) => {
+            const apiKey = await this.context.secrets.get(targetSecretKey(target.url));
+            return {url: target.url, kind: target.kind ?? "auto", ...(apiKey !== undefined ? {apiKey} : {})};
+        }));
+        const json = JSON.stringify([targets, watched.map((w) => w.apiKey !== undefined)]);
+        if (json === this.appliedJson && this.watched.length > 0)
+            return;
+        this.appliedJson = json;
+        await this.stopAll();
+        const next: Watched[] = [];
+        const add = (key: string, label: string, list: WatchedTarget[]) => {
+            const manager = new StatsManager({stallThresholdMs: 3000});
+            const monitor = new TargetMonitor({targets: list, sink: manager});
+            monitor.start();
+            next.push({key, label, manager, monitor});
+        };
+        if (watched.length > 1)
+            add(mergedKey, `All ${watched.length} servers (merged)`, watched);
+        watched.forEach((target, i) => add(target.url, targets[i]!.name ?? target.url, [target]));
+        this.watched = next;
+        if (this.selectedKey !== undefined && !next.some((source) => source.key === this.selectedKey))
+            this.selectedKey = undefined;
+        if (next.length > 0)
+            this.log.info(`Watching ${targets.map((t) => t.url).join(", ")}`);
+        this.changeEmitter.fire();
+    }
+
+    private async stopAll(): Promise<void> {
+        const old = this.watched;
+        this.watched = [];
+        await Promise.all(old.map(async ({monitor, manager}) => {
+            await monitor.stop();
+            await manager.dispose();
+        }));
+    }
+}
