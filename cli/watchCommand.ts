@@ -1,5 +1,9 @@
 import path from "node:path";
 import {DashboardServer} from "../extension/host/dashboard/dashboardServer.js";
+import {Registry} from "prom-client";
+import {VllmMetrics} from "../extension/host/stats/loggers/prometheusMetrics.js";
+import {PrometheusStatLogger} from "../extension/host/stats/loggers/prometheusStatLogger.js";
+import {StatsManager} from "../extension/host/stats/statsManager.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {TargetMonitor} from "../extension/host/targets/targetMonitor.js";
 import type {TargetReplicaView} from "../protocol/targetView.js";
@@ -9,8 +13,9 @@ import {serverStartFailure} from "./serverStartFailure.js";
 import {watchCommandLine, watchOptionsFrom} from "./watchArgs.js";
 
 /**
- * `inference-monitor watch URL…`: polls running servers and serves the live dashboard and our
- * `/metrics` (vLLM names) for them on one port, until Ctrl-C. Prints each server's state when it changes.
+ * `inference-monitor watch URL…`: polls running servers and serves the live dashboard (all of them
+ * merged) and our `/metrics` (vLLM names, one `engine` label value per URL, in the order given) for
+ * them on one port, until Ctrl-C. Prints each server's state when it changes.
  */
 export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     const commandLine = readCommandLine(watchCommandLine, args, io, (values, urls) => watchOptionsFrom(values, urls));
@@ -22,6 +27,7 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
         // A poll is the step here: "stalled" only when tokens stop moving for several polls.
         stallThresholdMs: Math.max(3000, 3 * options.intervalMs)
     });
+    const metrics = new VllmMetrics(new Registry());
     const printed = new Map<string, string>();
     const monitor = new TargetMonitor({
         targets: options.urls.map((url) => ({url, kind: options.kind, ...(options.apiKey !== undefined ? {apiKey: options.apiKey} : {})})),
@@ -40,20 +46,36 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
             }
         }
     });
-    await monitor.pollOnce(); // the first round names the model for /metrics
+    // /metrics: one `engine` label value per watched URL (its own monitor and manager), like vLLM's ranks.
+    const perServer = await Promise.all(options.urls.map(async (url, engineIndex) => {
+        const manager = new StatsManager({tickIntervalMs: 1000});
+        const key = options.apiKey !== undefined ? {apiKey: options.apiKey} : {};
+        const own = new TargetMonitor({targets: [{url, kind: options.kind, ...key}], intervalMs: options.intervalMs, sink: manager});
+        await own.pollOnce(); // names the model for its series
+        const model = own.view().replicas[0]?.model ?? undefined;
+        const named = model !== undefined ? {modelName: model} : {};
+        manager.addLogger(await PrometheusStatLogger.start({serve: false, sharedMetrics: metrics, engineIndex, ...named}));
+        return {manager, monitor: own};
+    }));
+    await monitor.pollOnce();
     let dashboard: DashboardServer;
     try {
-        const model = monitor.view().replicas.find((replica) => replica.model !== null)?.model ?? undefined;
         dashboard = await DashboardServer.listen({
-            port: options.port, source: pipeline.manager, webviewDir: path.join(__dirname, "webview"),
-            title: "Inference Monitor · watch", metrics: await pipeline.mountMetrics(model !== undefined ? {modelName: model} : {})
+            port: options.port, source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), title: "Inference Monitor · watch",
+            metrics: async () => ({contentType: metrics.registry.contentType, body: await metrics.registry.metrics()})
         });
     } catch (error) {
+        await Promise.all(perServer.map(async ({manager, monitor: own}) => {
+            await own.stop();
+            await manager.dispose();
+        }));
         await pipeline.dispose();
         io.stderr(`${serverStartFailure(error, "--port", "a free one")}\n`);
         return 1;
     }
     monitor.start();
+    for (const {monitor: own} of perServer)
+        own.start();
     io.stdout(`Dashboard: ${dashboard.url}   Metrics: ${dashboard.url}metrics\nWatching ${options.urls.join(", ")} every ${options.intervalMs} ms. Ctrl-C stops.\n`);
     await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
@@ -61,6 +83,10 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     });
     io.stdout("Stopping…\n");
     await monitor.stop();
+    await Promise.all(perServer.map(async ({manager, monitor: own}) => {
+        await own.stop();
+        await manager.dispose();
+    }));
     await dashboard.close();
     await pipeline.dispose();
     return 0;

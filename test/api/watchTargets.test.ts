@@ -233,8 +233,43 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         await Promise.all(servers.map((server) => server.stop()));
     });
 
+    test("`watch` with both: /metrics has one engine label value per server, each with its own counts", async () => {
+        const origins = servers.map((server) => server.baseUrl.replace(/\/v1$/, ""));
+        let metrics = "";
+        const run = await runCli(["watch", ...origins, "--port", "0", "--interval-ms", "150", "--log-interval", "0"], {
+            timeoutMs: 60_000,
+            onStdout: (text, child) => {
+                const url = /Metrics: (http:\S+\/metrics)/.exec(text)?.[1];
+                if (url === undefined || metrics !== "")
+                    return;
+                metrics = "pending";
+                void (async () => {
+                    await Promise.all([[0, 2], [1, 1]].map(async ([i, count]) => {
+                        const openai = new OpenAI({baseURL: servers[i!]!.baseUrl, apiKey: "none", maxRetries: 0});
+                        for (let k = 0; k < count!; k++)
+                            await complete(openai, 12, `watch ${i} ${k}`);
+                    }));
+                    await new Promise((resolve) => setTimeout(resolve, 1000)); // a few polls
+                    metrics = await (await fetch(url)).text();
+                    child.kill("SIGINT");
+                })();
+            }
+        });
+        assert.equal(run.code, 0, run.stderr);
+        const generated = parsePrometheusTextFormat(metrics).find((family) => family.name === "vllm:generation_tokens_total")!;
+        const byEngine = Object.fromEntries(generated.metrics.map((m) => [(m as {labels?: Record<string, string>}).labels?.engine, Number(m.value)]));
+        assert.deepEqual(byEngine, {0: 24, 1: 12}, metrics.split("\n").filter((line) => line.startsWith("vllm:generation_tokens_total")).join("\n"));
+    });
+
     test("merged counters equal the sum of each replica's own totals; TTFT estimated from the merged buckets", async () => {
         const origins = servers.map((server) => server.baseUrl.replace(/\/v1$/, ""));
+        // Each replica's own counters (they served other tests' requests before): the increase is what counts.
+        const ownTotals = async () => await Promise.all(origins.map(async (origin) => {
+            const families = parsePrometheusTextFormat(await (await fetch(`${origin}/metrics`)).text());
+            const total = (name: string) => families.find((f) => f.name === name)!.metrics.reduce((sum, m) => sum + Number(m.value), 0);
+            return {prompt: total("vllm:prompt_tokens_total"), generation: total("vllm:generation_tokens_total")};
+        }));
+        const before = await ownTotals();
         const {monitor, manager, views} = watch(origins.map((url) => ({url})));
         await monitor.pollOnce();
         assert.deepEqual(views.at(-1)!.replicas.map((r) => [r.kind, r.status]), [["vllm", "up"], ["vllm", "up"]]);
@@ -244,12 +279,9 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
             return Promise.all(Array.from({length: sent[i]!}, (_, k) => complete(openai, 12, `Replica ${i} request ${k}`)));
         }));
         await monitor.pollOnce();
-        const own = await Promise.all(origins.map(async (origin) => {
-            const families = parsePrometheusTextFormat(await (await fetch(`${origin}/metrics`)).text());
-            const total = (name: string) => families.find((f) => f.name === name)!.metrics.reduce((sum, m) => sum + Number(m.value), 0);
-            return {prompt: total("vllm:prompt_tokens_total"), generation: total("vllm:generation_tokens_total")};
-        }));
+        const after = await ownTotals();
         const counters = manager.counters();
+        const own = after.map((total, i) => ({generation: total.generation - before[i]!.generation, prompt: total.prompt - before[i]!.prompt}));
         assert.equal(counters.generationTokens, own[0]!.generation + own[1]!.generation);
         assert.equal(counters.generationTokens, 5 * 12);
         assert.equal(counters.promptTokens, own[0]!.prompt + own[1]!.prompt);

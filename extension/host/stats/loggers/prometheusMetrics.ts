@@ -72,7 +72,7 @@ export class VllmMetrics {
     /** Length histograms: their buckets run up to the model's max length, so they exist once it is known. */
     lengths: {prompt: Histogram<BaseLabel>, generation: Histogram<BaseLabel>, maxTokens: Histogram<BaseLabel>} | undefined;
 
-    constructor(private readonly registry: Registry) {
+    constructor(readonly registry: Registry) {
         const registers = [registry];
         const histogram = (name: string, help: string, buckets: readonly number[]): Histogram<BaseLabel> =>
             new Histogram({name, help, labelNames: baseLabels, buckets: [...buckets], registers});

@@ -21,7 +21,12 @@ export type PrometheusStatLoggerOptions = {
     /** Top of the prompt/generation length buckets. Default: the engine's context size at its first `ready`. */
     maxModelLen?: number,
     /** The `engine` label. Default 0. */
-    engineIndex?: number
+    engineIndex?: number,
+    /**
+     * Families shared with other loggers (one per engine or watched server, each with its own `engine`
+     * label), rendered together by `registry.metrics()` of the shared registry. Default: its own.
+     */
+    sharedMetrics?: VllmMetrics
 };
 
 const maxPendingLengths = 10_000;
@@ -34,8 +39,10 @@ type Labels = Record<BaseLabel, string>;
  * logger: StatsManager.reset() does not reset them (Prometheus expects monotonic counters).
  */
 export class PrometheusStatLogger implements StatLogger {
-    readonly registry = new Registry();
-    private readonly metrics = new VllmMetrics(this.registry);
+    readonly registry: Registry;
+    private readonly metrics: VllmMetrics;
+    /** The labels of this logger's vllm:cache_config_info series, to replace only its own. */
+    private cacheConfigLabels: Record<string, string> | undefined;
     private labels: Labels;
     private readonly fixedModelName: string | undefined;
     /** Finished requests seen before the length buckets were known; replayed once they are. */
@@ -45,6 +52,8 @@ export class PrometheusStatLogger implements StatLogger {
     private server: MetricsHttpServer | undefined;
 
     private constructor(private readonly options: PrometheusStatLoggerOptions) {
+        this.metrics = options.sharedMetrics ?? new VllmMetrics(new Registry());
+        this.registry = this.metrics.registry;
         this.fixedModelName = options.modelName;
         this.labels = {model_name: options.modelName ?? "unknown", engine: String(options.engineIndex ?? 0)};
         if (options.maxModelLen !== undefined)
@@ -83,9 +92,11 @@ export class PrometheusStatLogger implements StatLogger {
             this.relabel(info.model.name);
         this.initializeSeries(this.labels);
         // Our KV cache is cells, one token each: blocks of size 1.
-        m.cacheConfigInfo.reset();
-        m.cacheConfigInfo.set({engine: this.labels.engine, block_size: "1", num_gpu_blocks: String(info.contextSize * info.parallel),
-            enable_prefix_caching: info.prefixCache ? "True" : "False"}, 1);
+        if (this.cacheConfigLabels !== undefined)
+            m.cacheConfigInfo.remove(this.cacheConfigLabels);
+        this.cacheConfigLabels = {engine: this.labels.engine, block_size: "1", num_gpu_blocks: String(info.contextSize * info.parallel),
+            enable_prefix_caching: info.prefixCache ? "True" : "False"};
+        m.cacheConfigInfo.set(this.cacheConfigLabels, 1);
         if (m.lengths === undefined) {
             const lengths = m.createLengthHistograms(this.options.maxModelLen ?? maxModelLen);
             for (const initialized of this.initialized)
