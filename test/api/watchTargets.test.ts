@@ -25,7 +25,8 @@ import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 
 // The independent parser this project checks its own /metrics with (see statLoggers.test.ts).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const parsePrometheusTextFormat = require("parse-prometheus-text-format") as (text: string) => Array<{name: string, metrics: Array<{value?: string}>}>;
+const parsePrometheusTextFormat = require("parse-prometheus-text-format") as
+    (text: string) => Array<{name: string, metrics: Array<{value?: string, labels?: Record<string, string>}>}>;
 
 const binaryPath = expectedLlamaServerPath();
 const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.existsSync(binaryPath))
@@ -257,7 +258,9 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         });
         assert.equal(run.code, 0, run.stderr);
         const generated = parsePrometheusTextFormat(metrics).find((family) => family.name === "vllm:generation_tokens_total")!;
-        const byEngine = Object.fromEntries(generated.metrics.map((m) => [(m as {labels?: Record<string, string>}).labels?.engine, Number(m.value)]));
+        const byEngine: Record<string, number> = {};
+        for (const series of generated.metrics)
+            byEngine[series.labels?.engine ?? "?"] = Number(series.value);
         assert.deepEqual(byEngine, {0: 24, 1: 12}, metrics.split("\n").filter((line) => line.startsWith("vllm:generation_tokens_total")).join("\n"));
     });
 
