@@ -77,9 +77,18 @@ export class Header {
         this.set("sequences", "–");
         this.set("prefixCache", "–");
         this.set("uptime", "–");
-        this.set("servers", replicas.map((r) => r.status === "up" || r.status === "connecting"
-            ? `${r.name} ${r.status}`
-            : `${r.name} ${r.status} since ${new Date(r.since).toLocaleTimeString()}${r.error !== null ? ` (${r.error})` : ""}`).join(" · "));
+        this.set("servers", replicas.map((r) => {
+            if (r.status === "connecting")
+                return `${r.name} connecting`;
+            if (r.status !== "up")
+                return `${r.name} ${r.status} since ${new Date(r.since).toLocaleTimeString()}${r.error !== null ? ` (${r.error})` : ""}`;
+            const numbers = [
+                ...(r.running !== null ? [`${formatNumber(r.running)} running`] : []),
+                ...(r.waiting !== null ? [`${formatNumber(r.waiting)} waiting`] : []),
+                ...(r.kvCacheUsage !== null ? [`KV ${formatNumber(r.kvCacheUsage * 100)}%`] : [])
+            ];
+            return `${r.name} up${replicas.length > 1 && numbers.length > 0 ? ` (${numbers.join(", ")})` : ""}`;
+        }).join(" · "));
         setText(this.notes, [
             ...(target.notReported.length > 0 ? [`Not reported by the server${replicas.length > 1 ? "s" : ""}: ${target.notReported.join(", ")}.`] : []),
             ...target.notes
