@@ -48,7 +48,7 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     });
     // /metrics: one `engine` label value per watched URL (its own monitor and manager), like vLLM's ranks.
     const perServer = await Promise.all(options.urls.map(async (url, engineIndex) => {
-        const manager = new StatsManager({tickIntervalMs: 1000});
+        const manager = new StatsManager({stallThresholdMs: Math.max(3000, 3 * options.intervalMs)});
         const key = options.apiKey !== undefined ? {apiKey: options.apiKey} : {};
         const own = new TargetMonitor({targets: [{url, kind: options.kind, ...key}], intervalMs: options.intervalMs, sink: manager});
         await own.pollOnce(); // names the model for its series
@@ -62,6 +62,11 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     try {
         dashboard = await DashboardServer.listen({
             port: options.port, source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), title: "Inference Monitor · watch",
+            // Several servers: each browser picks all of them merged (first) or one.
+            ...(options.urls.length > 1 ? {choices: () => [
+                {key: "merged", label: `All ${options.urls.length} servers (merged)`, source: pipeline.manager},
+                ...perServer.map(({manager}, i) => ({key: options.urls[i]!, label: options.urls[i]!, source: manager}))
+            ]} : {}),
             metrics: async () => ({contentType: metrics.registry.contentType, body: await metrics.registry.metrics()})
         });
     } catch (error) {

@@ -10,12 +10,14 @@
  *   panel → `setPaused` {paused}          host → `paused`; while paused the host sends no deltas
  *   panel → `reset`                       host resets its stats; the next delta carries `reset` (a new snapshot)
  *   panel → `export` {format}             host → `exportResult` (content to download, or where it was saved) or `error`
+ *   host → `sources` {sources, selected}  what the panel can show (local engine, watched servers, their merged view)
+ *   panel → `selectSource` {key}          host → a fresh `snapshot` of that source, and `sources` again
  *
  * Plain JSON only; no `vscode` import: the webview bundle and Node both use this file. Receivers parse
  * every message with `parseHostToPanel` / `parsePanelToHost`, which throw {@link PanelProtocolError};
  * a receiver drops and counts a message that fails, it never crashes on one.
  */
-import {ProtocolError, expectInteger, expectNumber, expectObject, expectOneOf, expectString, optionalBoolean, optionalString, type JsonObject} from "./validation.js";
+import {ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, optionalBoolean, optionalString, type JsonObject} from "./validation.js";
 import type {StatsDelta, StatsSnapshotView} from "./statsView.js";
 import {checkDelta, checkSnapshotView} from "./statsViewValidation.js";
 
@@ -81,6 +83,11 @@ export type ExportResultParams = {
     savedTo?: string
 };
 export type ErrorParams = {message: string};
+/** One thing the panel can show; `key` is what `selectSource` sends back. */
+export type SourceChoice = {key: string, label: string};
+export type SourcesParams = {sources: SourceChoice[], selected: string};
+/** At most this many sources, keys and labels at most this long. */
+export const sourceLimits = {sources: 64, keyLength: 2048, labelLength: 200} as const;
 
 export const SnapshotMessage = new MessageDecl<"snapshot", SnapshotParams>("snapshot", (obj, what) => {
     const params: SnapshotParams = {snapshot: checkSnapshotView(obj.snapshot, `${what}.snapshot`), seq: nonNegativeInteger(obj, "seq", what)};
@@ -103,8 +110,16 @@ export const ExportResultMessage = new MessageDecl<"exportResult", ExportResultP
     return params;
 });
 export const ErrorMessage = new MessageDecl<"error", ErrorParams>("error", (obj, what) => ({message: expectString(obj, "message", what, 10_000)}));
+export const SourcesMessage = new MessageDecl<"sources", SourcesParams>("sources", (obj, what) => ({
+    sources: expectArray(obj, "sources", what, sourceLimits.sources).map((value, i) => {
+        const choice = expectObject(value, `${what}.sources[${i}]`);
+        return {key: expectString(choice, "key", `${what}.sources[${i}]`, sourceLimits.keyLength),
+            label: expectString(choice, "label", `${what}.sources[${i}]`, sourceLimits.labelLength)};
+    }),
+    selected: expectString(obj, "selected", what, sourceLimits.keyLength)
+}));
 
-const hostToPanelDecls = [SnapshotMessage, DeltaMessage, PausedMessage, ExportResultMessage, ErrorMessage] as const;
+const hostToPanelDecls = [SnapshotMessage, DeltaMessage, PausedMessage, ExportResultMessage, ErrorMessage, SourcesMessage] as const;
 export type HostToPanel = MessageOf<typeof hostToPanelDecls[number]>;
 
 // ---- panel → host ---------------------------------------------------------------------------------
@@ -116,6 +131,7 @@ export type ReadyParams = {protocolVersion: number};
 export type SetPausedParams = {paused: boolean};
 export type ExportParams = {format: ExportFormat};
 export type RequestSnapshotParams = {reason: SnapshotReason};
+export type SelectSourceParams = {key: string};
 
 export const ReadyMessage = new MessageDecl<"ready", ReadyParams>("ready", (obj, what) => ({protocolVersion: nonNegativeInteger(obj, "protocolVersion", what)}));
 export const SetPausedMessage = new MessageDecl<"setPaused", SetPausedParams>("setPaused", (obj, what) => ({paused: expectBoolean(obj, "paused", what)}));
@@ -124,7 +140,12 @@ export const ExportMessage = new MessageDecl<"export", ExportParams>("export", (
 export const RequestSnapshotMessage = new MessageDecl<"requestSnapshot", RequestSnapshotParams>("requestSnapshot",
     (obj, what) => ({reason: expectOneOf(obj, "reason", snapshotReasons, what)}));
 
-const panelToHostDecls = [ReadyMessage, SetPausedMessage, ResetMessage, ExportMessage, RequestSnapshotMessage] as const;
+export const SelectSourceMessage = new MessageDecl<"selectSource", SelectSourceParams>("selectSource",
+    (obj, what) => ({key: expectString(obj, "key", what, sourceLimits.keyLength)}));
+
+const panelToHostDecls = [
+    ReadyMessage, SetPausedMessage, ResetMessage, ExportMessage, RequestSnapshotMessage, SelectSourceMessage
+] as const;
 export type PanelToHost = MessageOf<typeof panelToHostDecls[number]>;
 
 // ---- parsing ----------------------------------------------------------------------------------------

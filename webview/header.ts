@@ -23,9 +23,11 @@ export class Header {
     private readonly state = el("span", "state-badge");
     private readonly values = new Map<FieldName, HTMLElement>();
     private readonly notes = el("p", "header-notes");
+    /** The title row (name and state), where the source picker goes. */
+    readonly titleElement = el("div", "header-title");
 
     constructor() {
-        const title = el("div", "header-title");
+        const title = this.titleElement;
         title.append(el("h1", undefined, "Inference Monitor"), this.state);
         this.state.dataset.field = "state";
         const list = el("dl", "header-fields");

@@ -15,10 +15,11 @@ import {Controls, timeWindows} from "./controls.js";
 import {el} from "./dom.js";
 import {downloadText} from "./download.js";
 import {Header} from "./header.js";
+import {SourcePicker} from "./sourcePicker.js";
 import {KpiTiles} from "./kpiTiles.js";
 import {
-    ExportMessage, PanelProtocolError, ReadyMessage, RequestSnapshotMessage, ResetMessage, SetPausedMessage, panelProtocolVersion,
-    parseHostToPanel, type HostToPanel, type PanelToHost, type SnapshotReason
+    ExportMessage, PanelProtocolError, ReadyMessage, RequestSnapshotMessage, ResetMessage, SelectSourceMessage, SetPausedMessage,
+    panelProtocolVersion, parseHostToPanel, type HostToPanel, type PanelToHost, type SnapshotReason
 } from "../protocol/panelMessages.js";
 import {StatsStore} from "./store.js";
 import {readTheme, watchTheme, type Theme} from "./theme.js";
@@ -30,6 +31,7 @@ export class PanelApp {
     readonly store = new StatsStore();
     readonly counters: PanelCounters = {received: 0, rejected: 0, gaps: 0, renders: 0, lastRejection: ""};
     private readonly header = new Header();
+    private readonly sourcePicker = new SourcePicker((key) => this.send(SelectSourceMessage.create({key})));
     private readonly kpis = new KpiTiles();
     private readonly clients = new ClientsTable();
     private readonly controls: Controls;
@@ -60,6 +62,7 @@ export class PanelApp {
             }
         }, this.windowMs);
         const grid = el("div", "charts");
+        this.header.titleElement.append(this.sourcePicker.element);
         root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, this.clients.element, grid);
         // Charts are made once their canvases are in the document (chart.js measures the parent).
         this.timeline = new TimelineChart(chartjs, theme);
@@ -132,6 +135,9 @@ export class PanelApp {
                 return;
             case "error":
                 this.controls.setNotice(message.message, "error");
+                return;
+            case "sources":
+                this.sourcePicker.update(message.sources, message.selected);
                 return;
         }
     }

@@ -9,6 +9,9 @@ import {saveStatsExport} from "./saveExport.js";
 
 export const statsViewType = "inferenceMonitor.stats";
 
+/** The panel's source key of the local engine (watched servers' keys are their URLs and "merged"). */
+const engineKey = "engine";
+
 /**
  * The "Inference Stats" webview panel: one at a time, restored after a window reload by its
  * serializer. The page is the bundled panel (strict CSP, nonce script, resources only from
@@ -65,8 +68,15 @@ export class StatsPanelManager implements vscode.Disposable {
         this.panel?.dispose();
         this.panel = panel;
         panel.webview.options = this.webviewOptions();
+        const servers = this.servers;
         const session = new PanelSession({
             source: this.source,
+            ...(servers !== undefined ? {choices: {
+                list: () => [{key: engineKey, label: `Local engine${this.controller.modelLabel !== undefined ? ` (${this.controller.modelLabel})` : ""}`},
+                    ...servers.sources.map(({key, label}) => ({key, label}))],
+                selected: () => servers.selected?.key ?? engineKey,
+                select: (key: string) => servers.select(key === engineKey ? undefined : key)
+            }} : {}),
             send: (message) => void panel.webview.postMessage(JSON.parse(encodeMessage(message)) as unknown),
             exportStats: (format) => this.exportToFile(format),
             engineStartedAt: () => this.engineStartedAt(),

@@ -325,6 +325,43 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
             await manager.dispose();
         }
     });
+
+    test("the dashboard's source picker: all servers merged, or one of them, for each browser on its own", {skip: chromiumSkipReason()}, async () => {
+        const origins = servers.map((server) => server.baseUrl.replace(/\/v1$/, ""));
+        const merged = watch(origins.map((url) => ({url})), true);
+        const single = watch([{url: origins[0]!}], true);
+        await Promise.all([merged.monitor.pollOnce(), single.monitor.pollOnce()]);
+        merged.monitor.start();
+        single.monitor.start();
+        const dashboard = await DashboardServer.listen({port: 0, source: merged.manager, webviewDir: webviewDistDir, choices: () => [
+            {key: "merged", label: "All 2 servers (merged)", source: merged.manager},
+            {key: origins[0]!, label: origins[0]!, source: single.manager}
+        ]});
+        const browser = await launchChromium();
+        try {
+            const page = await browser.context.newPage();
+            await page.goto(dashboard.url);
+            const picker = page.locator("[data-field=source]");
+            await picker.waitFor({state: "visible", timeout: 15_000});
+            assert.deepEqual(await picker.locator("option").allTextContents(), ["All 2 servers (merged)", origins[0]]);
+            // merged: both replicas, the second one stopped by an earlier test
+            await page.locator("[data-field=servers]", {hasText: "unreachable since"}).waitFor({state: "visible", timeout: 15_000});
+            await picker.selectOption(origins[0]!);
+            await page.waitForFunction((origin) => document.querySelector("[data-field=servers]")?.textContent === `${origin} up`, origins[0]!,
+                {timeout: 15_000});
+            const other = await browser.context.newPage();
+            await other.goto(dashboard.url);
+            await other.locator("[data-field=servers]", {hasText: "unreachable since"}).waitFor({state: "visible", timeout: 15_000});
+            assert.equal(await page.locator("[data-field=servers]").textContent(), `${origins[0]} up`, "each browser keeps its own pick");
+        } finally {
+            await browser.close();
+            await dashboard.close();
+            for (const {monitor, manager} of [merged, single]) {
+                await monitor.stop();
+                await manager.dispose();
+            }
+        }
+    });
 });
 
 describe("bad targets", () => {

@@ -302,6 +302,16 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
                 const settings = JSON.parse(fs.readFileSync(path.join(server!.userDataDir, "User", "settings.json"), "utf8")) as Record<string, unknown>;
                 assert.deepEqual(settings["inferenceMonitor.targets"], [{url: origin}], "the URL in settings, and no key");
 
+                // The panel's own picker shows the choice; picking the engine there switches back too.
+                const picker = frame.locator("[data-field=source]").first();
+                assert.equal(await picker.inputValue(), origin);
+                await picker.selectOption("engine");
+                await frame.locator("[data-field=servers]").first().waitFor({state: "hidden", timeout: 15_000});
+                await page.locator(".statusbar-item", {hasText: origin}).first().waitFor({state: "hidden", timeout: 15_000});
+                await runCommand(page, "Inference Monitor: Show Stats For…");
+                await pickQuickPickItem(page, new RegExp(origin.replace(/[.]/g, "\\.")), {typeFilter: false});
+                await frame.locator("[data-field=servers]", {hasText: `${origin} up`}).first().waitFor({state: "visible", timeout: 15_000});
+                assert.equal(await picker.inputValue(), origin);
                 await runCommand(page, "Inference Monitor: Show Stats For…");
                 await pickQuickPickItem(page, /Local engine/, {typeFilter: false});
                 await frame.locator("[data-field=servers]").first().waitFor({state: "hidden", timeout: 15_000});

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import {
-    DeltaMessage, ErrorMessage, ExportMessage, ExportResultMessage, PanelProtocolError, PausedMessage, ReadyMessage, RequestSnapshotMessage,
+    DeltaMessage, ErrorMessage, ExportMessage, ExportResultMessage, PanelProtocolError, PausedMessage, ReadyMessage, RequestSnapshotMessage, SelectSourceMessage, SourcesMessage,
     ResetMessage, SetPausedMessage, SnapshotMessage, encodeMessage, maxPanelMessageBytes, panelProtocolVersion, parseHostToPanel,
     parsePanelToHost, type HostToPanel
 } from "../../protocol/panelMessages.js";
@@ -64,10 +64,14 @@ describe("host → panel", () => {
             PausedMessage.create({paused: true}),
             ExportResultMessage.create({format: "csv", fileName: "x.csv", mimeType: "text/csv", content: "a,b\r\n"}),
             ExportResultMessage.create({format: "json", fileName: "x.json", mimeType: "application/json", savedTo: "/tmp/x.json"}),
-            ErrorMessage.create({message: "export failed"})
+            ErrorMessage.create({message: "export failed"}),
+            SourcesMessage.create({sources: [{key: "merged", label: "All 2 servers (merged)"}, {key: "http://a:8000", label: "http://a:8000"}],
+                selected: "merged"})
         ];
         for (const message of messages)
             assert.deepEqual(parseHostToPanel(message), message);
+        rejects(parseHostToPanel, {type: "sources", sources: [{key: "x"}], selected: "x"}, /label/);
+        rejects(parseHostToPanel, {type: "sources", sources: Array.from({length: 65}, (_, i) => ({key: String(i), label: "s"})), selected: "0"});
     });
 
     test("rejects malformed messages", () => {
@@ -134,7 +138,8 @@ describe("panel → host", () => {
             ResetMessage.create({}),
             ExportMessage.create({format: "json"}),
             ExportMessage.create({format: "csv"}),
-            RequestSnapshotMessage.create({reason: "seqGap"})
+            RequestSnapshotMessage.create({reason: "seqGap"}),
+            SelectSourceMessage.create({key: "http://127.0.0.1:8080"})
         ];
         for (const message of messages) {
             assert.deepEqual(parsePanelToHost(message), message);
@@ -158,6 +163,8 @@ describe("panel → host", () => {
             [{type: "setPaused", paused: 1}, /paused/],
             [{type: "export", format: "pdf"}, /format/],
             [{type: "requestSnapshot", reason: "because"}, /reason/],
+            [{type: "selectSource"}, /key/],
+            [{type: "selectSource", key: 3}, /key/],
             [JSON.stringify({type: "reset", pad: "x".repeat(maxPanelMessageBytes)}), /longer than/]
         ];
         for (const [value, pattern] of bad)

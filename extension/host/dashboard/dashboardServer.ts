@@ -47,6 +47,11 @@ export type DashboardServerOptions = {
     engineStartedAt?: () => number | undefined,
     /** A client whose socket has more than this many bytes buffered misses deltas (then asks for a snapshot). Default 4 MiB. */
     maxBufferedBytes?: number,
+    /**
+     * Several things to show (`watch`: all servers merged, then each one): every browser picks its own
+     * in the page's header, starting with the first. `source` is then only the fallback.
+     */
+    choices?: () => NamedStatsSource[],
     /** Renders `/metrics` on the dashboard's port (`watch`, `proxy`); absent = 404. */
     metrics?: () => Promise<MetricsBody>,
     /** Page title. Default "Inference Monitor". */
@@ -54,6 +59,9 @@ export type DashboardServerOptions = {
     /** Where dropped client messages and socket errors are reported. Default: nowhere (they are counted). */
     onRejected?: (reason: string) => void
 };
+
+/** One of the dashboard's `choices`. */
+export type NamedStatsSource = {key: string, label: string, source: DashboardStatsSource};
 
 export class DashboardServerError extends Error {
     override readonly name = "DashboardServerError";
@@ -183,15 +191,31 @@ export class DashboardServer {
 
     private onConnection(socket: WebSocket): void {
         const options = this.options;
+        // What this browser shows: its own pick among the choices, if any.
+        const list = options.choices;
+        let selectedKey = list?.()[0]?.key;
+        const current = (): DashboardStatsSource => list?.().find((choice) => choice.key === selectedKey)?.source ?? options.source;
+        const source: DashboardStatsSource = {
+            snapshot: () => current().snapshot(),
+            subscribe: (listener, subscribeOptions) => current().subscribe(listener, subscribeOptions),
+            reset: () => current().reset()
+        };
         const session = new PanelSession({
-            source: options.source,
+            source,
+            ...(list !== undefined ? {choices: {
+                list: () => list().map(({key, label}) => ({key, label})),
+                selected: () => selectedKey ?? "",
+                select: (key: string) => {
+                    selectedKey = key;
+                }
+            }} : {}),
             send: (message) => {
                 if (socket.readyState === WebSocket.OPEN)
                     socket.send(encodeMessage(message));
             },
             // The browser gets the export's content and offers it as a download.
             exportStats: (format) => {
-                const exported = exportStats(options.source.snapshot(), format);
+                const exported = exportStats(source.snapshot(), format);
                 return {format, fileName: exported.fileName, mimeType: exported.mimeType, content: exported.content};
             },
             // A slow client misses deltas; the seq gap makes it ask for a snapshot.

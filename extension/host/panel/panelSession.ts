@@ -2,11 +2,12 @@
  * One open stats panel, as the host sees it, whatever carries the messages (VS Code's webview
  * messaging or the dashboard's WebSocket): `ready`/`requestSnapshot` → a snapshot and a fresh
  * subscription whose deltas (≤ 4 Hz) count from seq 1; `setPaused` stops the deltas; `reset` resets
- * the stats; `export` answers with an `exportResult`. Bad messages are dropped and reported.
+ * the stats; `export` answers with an `exportResult`; with `choices`, `sources` tells the panel what it
+ * can show and `selectSource` switches it. Bad messages are dropped and reported.
  */
 import {
-    DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, panelMaxHz, parsePanelToHost,
-    type ExportFormat, type ExportResultParams, type HostToPanel, type PanelToHost
+    DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, SourcesMessage, panelMaxHz, parsePanelToHost,
+    type ExportFormat, type ExportResultParams, type HostToPanel, type PanelToHost, type SourceChoice
 } from "../../../protocol/panelMessages.js";
 import type {StatsDelta, StatsSnapshotView} from "../../../protocol/statsView.js";
 import {errorMessage} from "../../../common/errorMessage.js";
@@ -18,8 +19,18 @@ export type PanelStatsSource = {
     reset(): void
 };
 
+/** What a panel may switch between (local engine, watched servers, their merged view), and the switch. */
+export interface SourceChoices {
+    list(): SourceChoice[],
+    selected(): string,
+    /** Makes `key` the one `source` shows (the caller keeps `source` pointing at it). */
+    select(key: string): void
+}
+
 export type PanelSessionOptions = {
+    /** What the panel shows; with `choices`, whatever is selected there. */
     source: PanelStatsSource,
+    choices?: SourceChoices,
     send: (message: HostToPanel) => void,
     /** Produces an export (the browser gets the content; VS Code saves it through a dialog). */
     exportStats: (format: ExportFormat) => Promise<ExportResultParams> | ExportResultParams,
@@ -53,7 +64,19 @@ export class PanelSession {
             case "ready":
             case "requestSnapshot":
                 this.sendSnapshot();
+                this.sendSources();
                 return;
+            case "selectSource": {
+                const choices = this.options.choices;
+                if (choices === undefined || !choices.list().some((choice) => choice.key === message.key)) {
+                    this.reject(`selectSource: no source ${JSON.stringify(message.key.slice(0, 80))}`);
+                    return;
+                }
+                choices.select(message.key);
+                this.sendSnapshot();
+                this.sendSources();
+                return;
+            }
             case "setPaused":
                 this.paused = message.paused;
                 if (message.paused)
@@ -86,8 +109,10 @@ export class PanelSession {
      * fresh snapshot from it and its deltas from then on; a hidden or paused one gets it when it asks.
      */
     resync(): void {
-        if (this.unsubscribe !== undefined)
+        if (this.unsubscribe !== undefined) {
             this.sendSnapshot();
+            this.sendSources();
+        }
     }
 
     dispose(): void {
@@ -105,6 +130,12 @@ export class PanelSession {
             }, {maxHz: this.maxHz});
         const engineStartedAt = this.options.engineStartedAt?.();
         this.options.send(SnapshotMessage.create({snapshot, seq: 0, ...(engineStartedAt !== undefined ? {engineStartedAt} : {})}));
+    }
+
+    private sendSources(): void {
+        const choices = this.options.choices;
+        if (choices !== undefined)
+            this.options.send(SourcesMessage.create({sources: choices.list(), selected: choices.selected()}));
     }
 
     private async sendExport(format: ExportFormat): Promise<void> {
