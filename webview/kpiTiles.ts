@@ -62,7 +62,7 @@ export const kpiDefinitions: readonly KpiDefinition[] = [
 
 export class KpiTiles {
     readonly element = el("section", "kpis");
-    private readonly values: Array<{definition: KpiDefinition, element: HTMLElement}> = [];
+    private readonly values: Array<{definition: KpiDefinition, element: HTMLElement, unit: HTMLElement}> = [];
 
     constructor() {
         this.element.setAttribute("aria-label", "Key metrics");
@@ -71,16 +71,17 @@ export class KpiTiles {
             const value = el("span", "kpi-value", "–");
             value.dataset.metric = definition.key;
             const reading = el("div", "kpi-reading");
-            reading.append(value, el("span", "kpi-unit", definition.unit));
+            const unit = el("span", "kpi-unit", definition.unit);
+            reading.append(value, unit);
             tile.append(el("div", "kpi-label", definition.label), reading);
             this.element.append(tile);
-            this.values.push({definition, element: value});
+            this.values.push({definition, element: value, unit});
         }
     }
 
     update(view: KpiSource): void {
         const target = view.target;
-        for (const {definition, element} of this.values) {
+        for (const {definition, element, unit} of this.values) {
             const words = definition.reportedAs;
             const notReported = target !== null && words !== undefined && target.notReported.includes(words);
             const estimate = target === null || notReported ? undefined : definition.estimate?.(target);
@@ -91,6 +92,8 @@ export class KpiTiles {
             if (element.dataset.value !== exact)
                 element.dataset.value = exact;
             setFlag(element, "notReported", notReported);
+            if (unit.hidden !== notReported)
+                unit.hidden = notReported;
             setFlag(element, "estimated", estimated);
             element.title = notReported ? "The watched server does not report this"
                 : estimated ? "≈ from the servers' histogram buckets (linear inside the bucket, as PromQL's histogram_quantile)" : "";

@@ -9,6 +9,7 @@ import {ApiEndpoint} from "./apiEndpoint.js";
 import {copyApiEndpoint, setApiKey} from "./commands/apiEndpointCommands.js";
 import {exportStats} from "./commands/exportStats.js";
 import {runBenchmark} from "./commands/runBenchmark.js";
+import {startProxy, stopProxy} from "./commands/proxyCommands.js";
 import {attachServer, detachServers, showStatsFor} from "./commands/serverCommands.js";
 import {sendPrompt} from "./commands/sendPrompt.js";
 import {EngineController} from "./engineController.js";
@@ -69,6 +70,11 @@ export function activate(context: vscode.ExtensionContext): void {
         return attached;
     });
     command("inferenceMonitor.detachServer", () => detachServers(servers));
+    command("inferenceMonitor.startProxy", async () => {
+        if (await startProxy(servers, log))
+            panels.reveal(true);
+    });
+    command("inferenceMonitor.stopProxy", () => stopProxy(servers));
     command("inferenceMonitor.showStatsFor", async () => {
         if (await showStatsFor(servers))
             panels.reveal(true);

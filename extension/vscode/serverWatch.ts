@@ -22,8 +22,12 @@ export const mergedKey = "merged";
 
 type Watched = StatsSourceChoice & {monitor: TargetMonitor};
 
+/** A source someone else runs (the monitoring proxy): listed after the watched servers until removed. */
+type Extra = StatsSourceChoice & {stop: () => Promise<void>};
+
 export class ServerWatch implements vscode.Disposable {
     private watched: Watched[] = [];
+    private extras: Extra[] = [];
     private selectedKey: string | undefined;
     private readonly changeEmitter = new vscode.EventEmitter<void>();
     /** Sources or the selection changed. */
@@ -40,14 +44,40 @@ export class ServerWatch implements vscode.Disposable {
         void this.reload();
     }
 
-    /** The servers and their merged view, in the order of the setting (merged first when there are several). */
+    /** The servers and their merged view, in the order of the setting (merged first when there are several), then the extras. */
     get sources(): readonly StatsSourceChoice[] {
-        return this.watched;
+        return [...this.watched, ...this.extras];
     }
 
     /** The source the panel shows; undefined = the local engine. */
     get selected(): StatsSourceChoice | undefined {
-        return this.watched.find((source) => source.key === this.selectedKey);
+        return this.sources.find((source) => source.key === this.selectedKey);
+    }
+
+    /** Adds a source run elsewhere (replacing one with the same key, which is stopped) and shows it. */
+    async addExtra(source: StatsSourceChoice, stop: () => Promise<void>): Promise<void> {
+        await this.removeExtra(source.key, false);
+        this.extras.push({...source, stop});
+        this.select(source.key);
+    }
+
+    /** Stops and removes a source added with `addExtra`; false when there is none with that key. */
+    async removeExtra(key: string, notify = true): Promise<boolean> {
+        const extra = this.extras.find((candidate) => candidate.key === key);
+        if (extra === undefined)
+            return false;
+        this.extras = this.extras.filter((candidate) => candidate !== extra);
+        await extra.stop();
+        if (this.selectedKey === key)
+            this.selectedKey = undefined;
+        if (notify)
+            this.changeEmitter.fire();
+        return true;
+    }
+
+    /** The keys of the sources added with `addExtra`. */
+    get extraKeys(): string[] {
+        return this.extras.map((extra) => extra.key);
     }
 
     select(key: string | undefined): void {
@@ -83,6 +113,9 @@ export class ServerWatch implements vscode.Disposable {
 
     dispose(): void {
         void this.stopAll();
+        for (const extra of this.extras)
+            void extra.stop();
+        this.extras = [];
         for (const disposable of this.disposables)
             disposable.dispose();
     }
@@ -109,7 +142,7 @@ export class ServerWatch implements vscode.Disposable {
             add(mergedKey, `All ${watched.length} servers (merged)`, watched);
         watched.forEach((target, i) => add(target.url, targets[i]!.name ?? target.url, [target]));
         this.watched = next;
-        if (this.selectedKey !== undefined && !next.some((source) => source.key === this.selectedKey))
+        if (this.selectedKey !== undefined && !this.sources.some((source) => source.key === this.selectedKey))
             this.selectedKey = undefined;
         if (next.length > 0)
             this.log.info(`Watching ${targets.map((t) => t.url).join(", ")}`);

@@ -7,6 +7,9 @@ import {defaultApiPort} from "../host/openai/apiServer.js";
 
 export const configSection = "inferenceMonitor";
 
+/** The monitoring proxy's default port: the CLI's (`proxy --port`), next to serve's 8719 and watch's 8720. */
+const defaultProxyPort = 8721;
+
 /** The extension's settings, read live (every call reads the current configuration). */
 export type MonitorSettings = {
     modelPath: string,
@@ -24,7 +27,9 @@ export type MonitorSettings = {
     /** Its port on 127.0.0.1 (1..65535). */
     serverPort: number,
     /** Servers to watch (Attach to Server…); their API keys live in SecretStorage, not here. */
-    targets: TargetSetting[]
+    targets: TargetSetting[],
+    /** Port of the monitoring proxy on 127.0.0.1 (Start Monitoring Proxy…). */
+    proxyPort: number
 };
 
 /** One entry of `inferenceMonitor.targets`. */
@@ -47,7 +52,8 @@ export function readSettings(): MonitorSettings {
         stallThresholdMs: Math.max(100, Math.floor(config.get<number>("stallThresholdMs", 1000))),
         serverEnabled: config.get<boolean>("server.enabled", true) !== false,
         serverPort: validPort(config.get<number>("server.port", defaultApiPort)) ?? defaultApiPort,
-        targets: readTargets(config.get<unknown>("targets", []))
+        targets: readTargets(config.get<unknown>("targets", [])),
+        proxyPort: validPort(config.get<number>("proxy.port", defaultProxyPort)) ?? defaultProxyPort
     };
 }
 

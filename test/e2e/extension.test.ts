@@ -96,6 +96,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
     let page: Page;
     let modelPath: string;
     let apiPort: number;
+    let proxyPort: number;
     const apiBase = () => `http://127.0.0.1:${apiPort}/v1`;
 
     async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
@@ -111,11 +112,13 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         assertE2EPrerequisites();
         modelPath = await ensureDemoModel({size: "tiny", cacheDir: testCacheDir});
         apiPort = await freePort();
+        proxyPort = await freePort();
         const workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-ws-"));
         server = await startCodeServer({
             vsixPath: ensureVsix(),
             workspaceDir,
-            settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort}
+            settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort,
+                "inferenceMonitor.proxy.port": proxyPort}
         });
         browser = await launchBrowser({viewport: {width: 1600, height: 1000}});
         page = browser.page;
@@ -317,6 +320,25 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
                 await frame.locator("[data-field=servers]").first().waitFor({state: "hidden", timeout: 15_000});
                 await page.locator(".statusbar-item", {hasText: origin}).first().waitFor({state: "hidden", timeout: 15_000});
                 assert.ok(await tileValue(frame, "completed") >= 22, "the local engine's numbers are back");
+
+                // The monitoring proxy in front of the same server: a request through it shows as the proxy's.
+                await runCommand(page, "Inference Monitor: Start Monitoring Proxy…");
+                await pickQuickPickItem(page, new RegExp(origin.replace(/[.]/g, "\\.")), {typeFilter: false});
+                await waitForNotification(page, new RegExp(`monitoring proxy at http://127\\.0\\.0\\.1:${proxyPort}/v1`));
+                await frame.locator("[data-field=servers]", {hasText: `${origin} up`}).first().waitFor({state: "visible", timeout: 15_000});
+                assert.equal(await picker.inputValue(), `proxy:${origin}`);
+                const viaProxy = new OpenAI({baseURL: `http://127.0.0.1:${proxyPort}/v1`, apiKey: "none", maxRetries: 0, timeout: 60_000});
+                const answer = await viaProxy.chat.completions.create({model: "m", messages: [{role: "user", content: "Hi"}], max_tokens: 6,
+                    ...{ignore_eos: true}});
+                assert.equal(answer.usage?.completion_tokens, 6);
+                assert.equal(await waitForTile(frame, "completed", (value) => value >= 1, 30_000), 1, "the proxy's own count: one request");
+                // measured by the proxy, exactly: no ≈ (the tile refreshes its percentiles once per sample)
+                assert.ok(await waitForTile(frame, "median_ttft_ms", (value) => value > 0, 15_000) > 0);
+                assert.doesNotMatch(await frame.locator('[data-metric="median_ttft_ms"]').first().textContent() ?? "", /≈/);
+                await runCommand(page, "Inference Monitor: Stop Monitoring Proxy");
+                await waitForNotification(page, /monitoring proxy stopped/);
+                await waitForStatus(`http://127.0.0.1:${proxyPort}/v1/models`, 0);
+                await frame.locator("[data-field=servers]").first().waitFor({state: "hidden", timeout: 15_000});
             } finally {
                 await upstream.stop();
             }

@@ -14,28 +14,38 @@ const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vll
 
 type ServerItem = vscode.QuickPickItem & {url?: string};
 
-/** Probes the usual local ports and offers what answers, the attached servers, and "Enter a URL…". */
-export async function attachServer(watch: ServerWatch, log: vscode.LogOutputChannel): Promise<boolean> {
-    const attached = new Set(readSettings().targets.map((target) => target.url));
+/**
+ * A server's base URL, as the user finds it: the usual local ports probed and named (with the attached
+ * servers marked), or typed. Undefined when cancelled.
+ */
+export async function pickServerUrl(title: string): Promise<string | undefined> {
+    const targets = readSettings().targets;
+    const attached = new Set(targets.map((target) => target.url));
     const pick = vscode.window.createQuickPick<ServerItem>();
-    pick.title = "Inference Monitor: Attach to Server";
+    pick.title = title;
     pick.placeholder = "Looking for servers on the usual local ports…";
     pick.busy = true;
     const enter: ServerItem = {label: "$(link) Enter a URL…", detail: "llama.cpp's llama-server, vLLM, Ollama — on this machine or another"};
-    pick.items = [enter];
+    const known: ServerItem[] = targets.map((target) => ({label: `$(server) ${target.name ?? target.url}`, description: "attached", url: target.url}));
+    pick.items = [...known, enter];
     const found: ServerItem[] = [];
     void Promise.all(wellKnownLocalServers.map(async ({port, name}) => {
         const url = `http://127.0.0.1:${port}`;
+        if (attached.has(url))
+            return;
         try {
             const kind = await probeTarget(url, {timeoutMs: 800});
-            found.push({label: `$(server) ${kindNames[kind]} at ${url}`, description: attached.has(url) ? "attached" : `port ${port} (${name}'s default)`, url});
-        } catch {
-            // nothing there, or nothing we can watch
+            found.push({label: `$(server) ${kindNames[kind]} at ${url}`, description: `port ${port} (${name}'s default)`, url});
+        } catch (error) {
+            // nothing there; a server that answers only the OpenAI API can still be proxied
+            if (error instanceof TargetReadError && error.kind === "bad" && /\/v1\/models only/.test(error.message))
+                found.push({label: `$(server) OpenAI-compatible server at ${url}`, description: `port ${port} (${name}'s default)`, url});
         }
     })).then(() => {
         pick.busy = false;
-        pick.placeholder = found.length > 0 ? "Pick a server, or enter its URL" : "No server on the usual ports (11434, 8080, 1234, 8000): enter its URL";
-        pick.items = [...found.sort((a, b) => a.label.localeCompare(b.label)), enter];
+        pick.placeholder = found.length + known.length > 0 ? "Pick a server, or enter its URL"
+            : "No server on the usual ports (11434, 8080, 1234, 8000): enter its URL";
+        pick.items = [...known, ...found.sort((a, b) => a.label.localeCompare(b.label)), enter];
     });
     pick.show();
     const chosen = await new Promise<ServerItem | undefined>((resolve) => {
@@ -44,24 +54,28 @@ export async function attachServer(watch: ServerWatch, log: vscode.LogOutputChan
     });
     pick.dispose();
     if (chosen === undefined)
-        return false;
-    let url = chosen.url;
-    if (url === undefined) {
-        const typed = await vscode.window.showInputBox({
-            title: "Inference Monitor: Attach to Server", prompt: "The server's base URL", placeHolder: "http://127.0.0.1:8080", ignoreFocusOut: true,
-            validateInput: (value) => {
-                try {
-                    const parsed = new URL(value.trim());
-                    return parsed.protocol === "http:" || parsed.protocol === "https:" ? undefined : "an http:// or https:// URL";
-                } catch {
-                    return "an http:// or https:// URL";
-                }
+        return undefined;
+    if (chosen.url !== undefined)
+        return chosen.url;
+    const typed = await vscode.window.showInputBox({
+        title, prompt: "The server's base URL", placeHolder: "http://127.0.0.1:8080", ignoreFocusOut: true,
+        validateInput: (value) => {
+            try {
+                const parsed = new URL(value.trim());
+                return parsed.protocol === "http:" || parsed.protocol === "https:" ? undefined : "an http:// or https:// URL";
+            } catch {
+                return "an http:// or https:// URL";
             }
-        });
-        if (typed === undefined)
-            return false;
-        url = new URL(typed.trim()).href.replace(/\/+$/, "").replace(/\/v1$/, "");
-    }
+        }
+    });
+    return typed === undefined ? undefined : new URL(typed.trim()).href.replace(/\/+$/, "").replace(/\/v1$/, "");
+}
+
+/** Probes the usual local ports and offers what answers, the attached servers, and "Enter a URL…"; watches the one picked. */
+export async function attachServer(watch: ServerWatch, log: vscode.LogOutputChannel): Promise<boolean> {
+    const url = await pickServerUrl("Inference Monitor: Attach to Server");
+    if (url === undefined)
+        return false;
     let apiKey: string | undefined;
     for (;;) {
         try {
