@@ -124,7 +124,17 @@ export class Engine {
             case "generate": this.admit(message.request); break;
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
+            case "countTokens": this.countTokens(message.seq, message.text); break;
             case "shutdown": void this.dispose(); break;
+        }
+    }
+
+    /** The model's own tokenizer on `text` (as a prompt's text is tokenized: no special tokens). */
+    private countTokens(seq: number, text: string): void {
+        try {
+            this.sink({type: "tokenCount", seq, count: this.loaded.model.tokenize(text, false).length});
+        } catch (error) {
+            this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
         }
     }
 

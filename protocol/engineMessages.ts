@@ -55,6 +55,8 @@ export type HostToEngine =
     | {type: "generate", request: GenerateRequest}
     | {type: "cancel", id: string}
     | {type: "ping", seq: number, hostTime: number}
+    /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
+    | {type: "countTokens", seq: number, text: string}
     | {type: "shutdown"};
 
 export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
@@ -123,10 +125,14 @@ export type EngineToHost =
     | {type: "loadFailed", error: EngineErrorInfo}
     | {type: "outputs", events: RequestEvent[], step: StepStats}
     | {type: "pong", seq: number, hostTime: number, engineTime: number}
+    /** `count` tokens, or (count -1) why it could not count. */
+    | {type: "tokenCount", seq: number, count: number, error?: string}
     | {type: "rejected", reason: string}
     | {type: "log", level: EngineLogLevel, message: string};
 
 const maxIdLength = 200;
+/** The longest text `countTokens` takes (characters). */
+export const maxCountTokensText = 4 << 20;
 /** At most this many stop strings per request, each at most this long (as OpenAI's API: 4; vLLM allows more). */
 export const maxStopStrings = 16;
 export const maxStopLength = 1000;
@@ -186,6 +192,8 @@ export function parseHostToEngine(value: unknown): HostToEngine {
         case "generate": return {type: "generate", request: parseGenerateRequest(obj.request)};
         case "cancel": return {type: "cancel", id: expectString(obj, "id", "cancel", maxIdLength)};
         case "ping": return {type: "ping", seq: expectInteger(obj, "seq", "ping"), hostTime: expectNumber(obj, "hostTime", "ping")};
+        case "countTokens": return {type: "countTokens", seq: expectInteger(obj, "seq", "countTokens"),
+            text: expectString(obj, "text", "countTokens", maxCountTokensText)};
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -275,6 +283,11 @@ export function parseEngineToHost(value: unknown): EngineToHost {
         case "ready": return {type: "ready", info: parseEngineInfo(obj.info)};
         case "loadFailed": return {type: "loadFailed", error: parseErrorInfo(obj.error)};
         case "pong": return {type: "pong", seq: expectInteger(obj, "seq", "pong"), hostTime: expectNumber(obj, "hostTime", "pong"), engineTime: expectNumber(obj, "engineTime", "pong")};
+        case "tokenCount": {
+            const message: EngineToHost = {type: "tokenCount", seq: expectInteger(obj, "seq", "tokenCount"), count: expectInteger(obj, "count", "tokenCount")};
+            const error = optionalString(obj, "error", "tokenCount", 2000);
+            return error === undefined ? message : {...message, error};
+        }
         case "rejected": return {type: "rejected", reason: expectString(obj, "reason", "rejected")};
         case "log": return {type: "log", level: expectOneOf(obj, "level", engineLogLevels, "log"), message: expectString(obj, "message", "log")};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);

@@ -83,6 +83,15 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             });
         }
 
+        test("counts tokens with the model's own tokenizer: a prompt's count is the prompt tokens its request reports", async () => {
+            const result = await client.generate({prompt, maxTokens: 2, ignoreEos: true}).done;
+            assert.equal(await client.countTokens(prompt), result.promptTokens);
+            assert.ok(result.promptTokens > 3);
+            assert.equal(await client.countTokens(""), 0);
+            const counts = await Promise.all(["a", "a a a a", `${prompt} ${prompt}`].map((text) => client.countTokens(text)));
+            assert.ok(counts[0]! < counts[1]! && counts[2]! >= 2 * result.promptTokens - 1, counts.join(", "));
+        });
+
         test("generates exactly maxTokens with ignoreEos and reports the whole lifecycle", async () => {
             const handle = client.generate({prompt, maxTokens: 24, ignoreEos: true, seed: 7});
             let streamed = "";
@@ -160,8 +169,8 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
         test("the ledger accounts for every request", () => {
             const ledger = manager.counters().requests;
             const ended = Object.values(ledger.byReason).reduce((a, b) => a + b, 0);
-            assert.equal(ledger.arrived, 18, "1 + 8 + 5 + 3 + 1 requests sent by the tests above");
-            assert.deepEqual(ledger.byReason, {stop: 0, length: 11, abort: 5, error: 2});
+            assert.equal(ledger.arrived, 19, "1 + 1 + 8 + 5 + 3 + 1 requests sent by the tests above");
+            assert.deepEqual(ledger.byReason, {stop: 0, length: 12, abort: 5, error: 2});
             assert.equal(ledger.arrived, ended + ledger.inFlight);
             assert.equal(ledger.inFlight, 0);
             assert.equal(client.inFlightCount, 0);

@@ -70,6 +70,8 @@ export class EngineClient {
     /** engine clock − host clock, ms. */
     private offsetMs = 0;
     private pendingPongs = new Map<number, (pong: {hostTime: number, engineTime: number}) => void>();
+    private readonly pendingCounts = new Map<number, {resolve: (count: number) => void, reject: (error: Error) => void}>();
+    private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
     private onReadyOnce: ((info: EngineInfo) => void) | undefined;
@@ -180,6 +182,18 @@ export class EngineClient {
         return handle;
     }
 
+    /** How many tokens the model's own tokenizer makes of `text` (no special tokens added). */
+    async countTokens(text: string): Promise<number> {
+        const transport = this.transport;
+        if (transport === undefined || this.currentState !== "ready")
+            throw new Error("no model is running");
+        const seq = this.countSeq++;
+        return await new Promise<number>((resolve, reject) => {
+            this.pendingCounts.set(seq, {resolve, reject});
+            transport.send({type: "countTokens", seq, text});
+        });
+    }
+
     cancel(id: string): void {
         if (this.outputs.has(id))
             this.transport?.send({type: "cancel", id});
@@ -229,6 +243,15 @@ export class EngineClient {
                 return;
             case "loadFailed": this.loadError = toLoadError(message.error); return;
             case "pong": this.pendingPongs.get(message.seq)?.(message); return;
+            case "tokenCount": {
+                const pending = this.pendingCounts.get(message.seq);
+                this.pendingCounts.delete(message.seq);
+                if (message.count < 0)
+                    pending?.reject(new Error(`could not count tokens: ${message.error ?? "unknown error"}`));
+                else
+                    pending?.resolve(message.count);
+                return;
+            }
             case "rejected": this.reject("engine", message.reason); return;
             case "log": this.log(message.level, message.message); return;
         }
@@ -255,6 +278,9 @@ export class EngineClient {
         this.finishLocally(this.outputs.inFlightIds(), `engine exited (${exit.description})`);
         for (const resolve of this.pendingPongs.values())
             resolve({hostTime: Number.NaN, engineTime: Number.NaN});
+        for (const {reject} of this.pendingCounts.values())
+            reject(new Error(`engine exited (${exit.description})`));
+        this.pendingCounts.clear();
         this.notify((o) => o.onEngineExit?.(exit));
         if (wasRunning && !(exit.code === 0 && exit.signal === null)) {
             this.transport = undefined;
