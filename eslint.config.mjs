@@ -146,8 +146,8 @@ export default defineConfig(
         extends: [tseslint.configs.disableTypeChecked]
     },
     {
-        files: ["bin/**/*.js", "**/*.cjs"],
-        languageOptions: {sourceType: "commonjs"},
+        files: ["bin/**/*.js", "**/*.cjs", "test/e2e/fixtures/**/*.js"],
+        languageOptions: {sourceType: "commonjs", globals: {...globals.node}},
         rules: {
             "@typescript-eslint/no-require-imports": "off"
         }

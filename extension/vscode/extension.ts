@@ -15,6 +15,7 @@ import {sendPrompt} from "./commands/sendPrompt.js";
 import {EngineController} from "./engineController.js";
 import {pickModel, type ModelChoice} from "./modelPicker.js";
 import {ServerWatch} from "./serverWatch.js";
+import {chatVendor, LocalChatModelProvider} from "./chatModelProvider.js";
 import {readSettings} from "./settings.js";
 import {StatsPanelManager} from "./statsPanel.js";
 import {EngineStatusBar} from "./statusBar.js";
@@ -29,6 +30,8 @@ export function activate(context: vscode.ExtensionContext): void {
     controller = engine;
     const endpoint = new ApiEndpoint(context, engine, log);
     apiEndpoint = endpoint;
+    const chatModels = new LocalChatModelProvider(engine, log);
+    context.subscriptions.push(chatModels, vscode.lm.registerLanguageModelChatProvider(chatVendor, chatModels));
     const servers = new ServerWatch(context, log);
     const panels = new StatsPanelManager(context, engine, log, servers);
     context.subscriptions.push(log, servers, new EngineStatusBar(engine, endpoint, servers), panels);

@@ -1,6 +1,6 @@
 /**
  * End-to-end harness: the packaged extension (VSIX) installed into a real VS Code (code-server
- * 4.100.3 = VS Code 1.100.3), driven through Debian's Chromium with playwright-core.
+ * 4.104.0 = VS Code 1.104.0, run on Node 22), driven through Debian's Chromium with playwright-core.
  *
  * Prerequisites come from `.ci/install-e2e.sh` (code-server in a fixed folder, Chromium at
  * /usr/bin/chromium); `e2ePrerequisites()` says what is missing. Each `startCodeServer` gets fresh
@@ -14,11 +14,17 @@ import {chromium, type Browser, type BrowserContext, type FrameLocator, type Pag
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
 export const artifactsDir = path.join(repoRoot, "test", "e2e", "artifacts");
-export const codeServerVersion = "4.100.3";
+export const codeServerVersion = "4.104.0";
+/** code-server >= 4.104 runs on Node 22 (this project on Node >= 20): `.ci/install-e2e.sh` puts one here. */
+export const e2eNodeVersion = "22.23.5";
 
 /** Where `.ci/install-e2e.sh` installs code-server (same default, same override). */
 export const codeServerDir = process.env.INFERENCE_MONITOR_CODE_SERVER_DIR
     ?? path.join(os.homedir(), ".cache", "inference-monitor-e2e", `code-server-${codeServerVersion}`);
+
+/** Where `.ci/install-e2e.sh` installs Node 22 (same default, same override). */
+export const e2eNodeDir = process.env.INFERENCE_MONITOR_E2E_NODE_DIR
+    ?? path.join(os.homedir(), ".cache", "inference-monitor-e2e", `node-${e2eNodeVersion}`);
 
 /** Chromium flags for a headless, offline, throwaway browser. */
 export const chromiumArgs = [
@@ -46,6 +52,8 @@ export function e2ePrerequisites(): E2EPrerequisites {
     const missing: string[] = [];
     if (codeServer == null)
         missing.push(`code-server ${codeServerVersion} (looked in ${codeServerDir}; set CODE_SERVER_BIN or INFERENCE_MONITOR_CODE_SERVER_DIR)`);
+    if (!fs.existsSync(path.join(e2eNodeDir, "bin", "node")))
+        missing.push(`Node ${e2eNodeVersion} for code-server (looked in ${e2eNodeDir}; set INFERENCE_MONITOR_E2E_NODE_DIR)`);
     if (chromiumPath == null)
         missing.push("Chromium (looked for /usr/bin/chromium; set CHROMIUM_PATH)");
     return {...(codeServer != null ? {codeServer} : {}), ...(chromiumPath != null ? {chromium: chromiumPath} : {}), missing};
@@ -83,6 +91,18 @@ function newestMtime(file: string): number {
     return fs.readdirSync(file).reduce((newest, name) => Math.max(newest, newestMtime(path.join(file, name))), stat.mtimeMs);
 }
 
+/** Packs a fixture extension under test/e2e/fixtures/NAME (plain JS, no build) into .cache/e2e/NAME.vsix. */
+export function fixtureVsix(name: string): string {
+    const dir = path.join(repoRoot, "test", "e2e", "fixtures", name);
+    const out = path.join(repoRoot, ".cache", "e2e", `${name}.vsix`);
+    fs.mkdirSync(path.dirname(out), {recursive: true});
+    const result = spawnSync(process.execPath, [path.join(repoRoot, "node_modules", "@vscode", "vsce", "vsce"), "package", "--no-dependencies",
+        "--allow-missing-repository", "--skip-license", "--out", out], {cwd: dir, encoding: "utf8", timeout: 120_000});
+    if (result.status !== 0)
+        throw new Error(`could not pack the fixture extension ${name}: ${result.stderr}${result.stdout}`);
+    return out;
+}
+
 /**
  * The packaged extension: `$INFERENCE_MONITOR_VSIX` when set, else `scripts/package.mjs --no-build`
  * (dist/ as built; `npm test` builds first) into .cache/e2e/, reused while it is newer than
@@ -112,6 +132,8 @@ export function ensureVsix(options: {force?: boolean} = {}): string {
 
 export type CodeServerOptions = {
     vsixPath: string,
+    /** Other extensions to install next to ours (test fixtures), as VSIX files. */
+    extraVsixPaths?: string[],
     /** Merged over the defaults into User/settings.json. */
     settings?: Record<string, unknown>,
     /** Folder to open; default: a new empty temporary folder. */
@@ -162,7 +184,8 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     fs.writeFileSync(path.join(userDataDir, "User", "settings.json"), JSON.stringify({...defaultSettings, ...options.settings}, null, 4));
 
     const output: string[] = [];
-    const env = {...process.env, ...options.env};
+    // code-server's launcher is `#!/usr/bin/env node`: Node 22 first on PATH runs it (and its extension host).
+    const env: NodeJS.ProcessEnv = {...process.env, ...options.env, PATH: `${path.join(e2eNodeDir, "bin")}${path.delimiter}${process.env.PATH ?? ""}`};
     delete env.VSCODE_IPC_HOOK_CLI; // never talk to a VS Code this test might be running inside of
     // Its own config file: code-server would otherwise read (and on first run write) ~/.config/code-server/config.yaml.
     const configFile = path.join(tempRoot, "config.yaml");
@@ -171,7 +194,8 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     const cleanup = () => fs.rmSync(tempRoot, {recursive: true, force: true});
 
     // Install
-    const install = spawnSync(codeServer, [...common, "--install-extension", vsixPath, "--force"], {
+    const install = spawnSync(codeServer, [...common, ...[vsixPath, ...(options.extraVsixPaths ?? [])].flatMap((file) => ["--install-extension", file]),
+        "--force"], {
         env, encoding: "utf8", timeout: 180_000, maxBuffer: 16 * 1024 * 1024
     });
     output.push(`$ code-server --install-extension ${vsixPath}\n${install.stdout ?? ""}${install.stderr ?? ""}`);

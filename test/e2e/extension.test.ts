@@ -22,7 +22,7 @@ import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
 import {
     answerInputBox, assertE2EPrerequisites, notificationTexts, e2eSkipReason, ensureVsix, launchBrowser, openWorkbench, pickQuickPickItem, repoRoot,
-    runCommand, screenshot, startCodeServer, waitForNotification, webviewFrame, type BrowserSession, type CodeServer
+    fixtureVsix, runCommand, screenshot, startCodeServer, waitForNotification, webviewFrame, type BrowserSession, type CodeServer
 } from "./codeServer.js";
 
 const mainFile = path.join(repoRoot, "dist", "extension.js");
@@ -116,6 +116,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         const workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-ws-"));
         server = await startCodeServer({
             vsixPath: ensureVsix(),
+            extraVsixPaths: [fixtureVsix("lm-client")],
             workspaceDir,
             settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort,
                 "inferenceMonitor.proxy.port": proxyPort}
@@ -257,6 +258,33 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
                 await page.waitForTimeout(250);
             }
             assert.ok(text.startsWith("Once upon a time") && text.length > 36, `the completion streamed in: ${JSON.stringify(text.slice(0, 120))}`);
+        });
+    });
+
+    it("is a chat model for other extensions (vscode.lm): a fixture extension streams its answer, counted under vscode.lm", async () => {
+        await step("languageModel", async () => {
+            await runCommand(page, "LM Client: Ask the Local Model");
+            const done = await waitForNotification(page, /\[lm-client\] .* done/, {timeoutMs: 60_000});
+            const match = /model=(\S+) vendor=inference-monitor promptTokens=(\d+) chars=(\d+) done/.exec(done);
+            assert.ok(match !== null, done);
+            assert.equal(match[1], path.basename(modelPath, ".gguf"), "the running model, by its stable id");
+            assert.ok(Number(match[2]) > 0, "provideTokenCount: the model's own tokenizer");
+            assert.ok(Number(match[3]) > 0, "the streamed answer arrived");
+            await runCommand(page, "Inference Monitor: Show Stats Panel");
+            const frame = webviewFrame(page);
+            const row = frame.locator('[data-client="vscode.lm"]').first();
+            await row.locator('[data-col="requests"]', {hasText: /^1$/}).waitFor({state: "attached", timeout: 30_000});
+            // Cancelled by its caller as it is sent. VS Code 1.104 forwards a caller's cancellation to the provider only
+            // while the start call is in flight (the token travels with that one RPC; later cancels, mid-stream, never reach
+            // a provider), and a request cancelled that early is dropped before the provider sees it: nothing reaches the
+            // engine, so nothing is counted. The provider does honour its token (engine request cancelled, recorded `abort`)
+            // whenever VS Code cancels it; this pins down what 1.104 actually does.
+            await runCommand(page, "LM Client: Ask the Local Model, Then Cancel");
+            await waitForNotification(page, /\[lm-client\] .* chars=0 cancelled/, {timeoutMs: 60_000});
+            await runCommand(page, "Inference Monitor: Show Stats Panel"); // the answer's editor took its place
+            await page.waitForTimeout(1500);
+            assert.equal(await row.locator('[data-col="requests"]').textContent(), "1");
+            assert.equal(await row.locator('[data-col="errors"]').textContent(), "0");
         });
     });
 

@@ -12,6 +12,7 @@ import {
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
+import {generationInput} from "../chat/generationInput.js";
 
 export type GenerationContext = {
     client: EngineClient,
@@ -37,31 +38,13 @@ export async function serveCompletion(body: CompletionRequest, context: Generati
     await serveGeneration("completions", body, {prompt: body.prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})}, context);
 }
 
-/**
- * Without `max_tokens`, a request may generate up to one sequence's share of the context
- * (contextSize / parallel, as llama.cpp's per-slot context), lowered to what the prompt leaves.
- */
-function defaultMaxTokens(info: EngineInfo): number {
-    return Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
-}
-
 async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<GenerateInput, "prompt" | "messages" | "suffix">,
                                context: GenerationContext): Promise<void> {
     const {client, info, response} = context;
     if (client.waitingCount >= context.maxWaiting)
         throw new ApiRequestError(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`,
             null, 503, "server_error", "queue_full");
-    const generate: GenerateInput = {
-        ...input,
-        client: context.clientLabel,
-        maxTokens: params.maxTokens ?? defaultMaxTokens(info),
-        ...(params.maxTokens === undefined ? {clampMaxTokens: true} : {}),
-        ...(params.temperature !== undefined ? {temperature: params.temperature} : {}),
-        ...(params.topP !== undefined ? {topP: params.topP} : {}),
-        ...(params.seed !== undefined ? {seed: params.seed} : {}),
-        ...(params.stop.length > 0 ? {stop: params.stop} : {}),
-        ...(params.ignoreEos ? {ignoreEos: true} : {})
-    };
+    const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
     const handle = client.generate(generate);
     // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).
     const onClose = (): void => {

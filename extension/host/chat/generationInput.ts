@@ -1,0 +1,42 @@
+/**
+ * One home for turning a chat (or prompt) request into an engine request, shared by the
+ * OpenAI-compatible endpoint (issue E) and VS Code's language model provider (issue H): the same
+ * defaults, the same clamping to the context, the same sampling fields.
+ */
+import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {GenerateInput} from "../engineClient/engineClient.js";
+
+/** Sampling fields a caller may set; absent ones keep the engine's defaults. */
+export type GenerationParams = {
+    maxTokens?: number | undefined,
+    temperature?: number | undefined,
+    topP?: number | undefined,
+    seed?: number | undefined,
+    stop?: readonly string[] | undefined,
+    ignoreEos?: boolean | undefined
+};
+
+/**
+ * Without `maxTokens`, a request may generate up to one sequence's share of the context
+ * (contextSize / parallel, as llama.cpp's per-slot context), lowered to what the prompt leaves.
+ */
+export function defaultMaxTokens(info: EngineInfo): number {
+    return Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
+}
+
+/** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
+export function generationInput(
+    input: Pick<GenerateInput, "prompt" | "messages" | "suffix">, params: GenerationParams, info: EngineInfo, client: string
+): GenerateInput {
+    return {
+        ...input,
+        client,
+        maxTokens: params.maxTokens ?? defaultMaxTokens(info),
+        ...(params.maxTokens === undefined ? {clampMaxTokens: true} : {}),
+        ...(params.temperature !== undefined ? {temperature: params.temperature} : {}),
+        ...(params.topP !== undefined ? {topP: params.topP} : {}),
+        ...(params.seed !== undefined ? {seed: params.seed} : {}),
+        ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
+        ...(params.ignoreEos === true ? {ignoreEos: true} : {})
+    };
+}
