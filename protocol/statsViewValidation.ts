@@ -226,7 +226,7 @@ function checkTarget(obj: JsonObject, what: string): void {
         expectNumber(replica, "since", where);
         for (const key of ["model", "version", "error"])
             expectNullableString(replica, key, where);
-        for (const key of ["running", "waiting", "kvCacheUsage"])
+        for (const key of ["running", "waiting", "kvCacheUsage", "vramUsedBytes"])
             expectNullableNumber(replica, key, where);
     });
     checkStrings(target, "notReported", `${what}.target`);

@@ -28,7 +28,9 @@ export type TargetReplicaView = {
     running: number | null,
     waiting: number | null,
     /** 0..1 */
-    kvCacheUsage: number | null
+    kvCacheUsage: number | null,
+    /** GPU memory the server says it uses (Ollama's loaded models' `size_vram`), when it says. */
+    vramUsedBytes: number | null
 };
 
 /** Percentiles (seconds, or tokens for the lengths) estimated from a server's histogram buckets. */

@@ -74,7 +74,9 @@ export class Header {
         this.set("model", distinct(replicas.map((r) => r.model)).join(", ") || "–");
         this.set("backend", distinct(replicas.map((r) => kindNames[r.kind] + (r.version !== null ? ` ${r.version}` : ""))).join(", "));
         this.set("gpu", "–");
-        this.set("vram", vramUsed > 0 ? formatBytes(vramUsed) : "–");
+        const serversVram = replicas.reduce((sum, r) => sum + (r.status === "up" ? r.vramUsedBytes ?? 0 : 0), 0);
+        const used = Math.max(vramUsed, serversVram);
+        this.set("vram", used > 0 ? `${formatBytes(used)} used` : "–");
         this.set("context", "–");
         this.set("sequences", "–");
         this.set("prefixCache", "–");

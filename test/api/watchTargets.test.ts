@@ -417,6 +417,28 @@ describe("bad targets", () => {
         assert.equal(closed.status, "unreachable");
     });
 
+    test("Ollama (its /api/version and /api/ps as documented): told apart, its models' VRAM, and what it does not report", async () => {
+        handler = (request, response) => {
+            if (request.url === "/api/version")
+                response.end(JSON.stringify({version: "0.5.1"}));
+            else if (request.url === "/api/ps")
+                response.end(JSON.stringify({models: [{name: "mistral:latest", model: "mistral:latest", size: 5137025024, digest: "2ae6f6dd7a3d",
+                    details: {format: "gguf", family: "llama", parameter_size: "7.2B", quantization_level: "Q4_0"},
+                    expires_at: "2024-06-04T14:38:31.83753-07:00", size_vram: 5137025024}]}));
+            else
+                response.writeHead(404).end();
+        };
+        const {monitor, manager, views} = watch([{url: origin}]);
+        await monitor.pollOnce();
+        const view = views.at(-1)!;
+        assert.deepEqual(view.replicas.map((r) => [r.kind, r.status, r.model, r.version, r.vramUsedBytes]),
+            [["ollama", "up", "mistral:latest", "0.5.1", 5137025024]]);
+        for (const words of ["requests running", "generation tokens", "time to first token", "per-request timeline"])
+            assert.ok(view.notReported.includes(words), `${words}: ${view.notReported.join(", ")}`);
+        assert.match(view.notes.join("\n"), /100% in VRAM/);
+        assert.equal(manager.state, "idle");
+    });
+
     test("`watch` with something that is not a URL is a usage error", async () => {
         const run = await runCli(["watch", "localhost:8080"], {timeoutMs: 20_000});
         assert.equal(run.code, 2);

@@ -670,7 +670,7 @@ describe("views: snapshot and deltas", () => {
         const {manager, at} = setup();
         const view: TargetView = {
             replicas: [{name: "http://a:8000", url: "http://a:8000", kind: "vllm", model: "m", version: null, status: "up", since: T0,
-                error: null, running: 1, waiting: 0, kvCacheUsage: 0.5}],
+                error: null, running: 1, waiting: 0, kvCacheUsage: 0.5, vramUsedBytes: null}],
             notReported: ["per-request timeline"], estimated: {ttft: {count: 3, mean: 0.05, p50: 0.04, p90: 0.08, p99: 0.1}}, notes: []
         };
         manager.onTarget(view);

@@ -27,7 +27,8 @@ export class ProxyTargetView {
     view(): TargetView {
         return {
             replicas: [{name: this.upstream, url: this.upstream, kind: this.kind, model: this.model, version: null,
-                status: this.status, since: this.since, error: this.error, running: null, waiting: null, kvCacheUsage: null}],
+                status: this.status, since: this.since, error: this.error, running: null, waiting: null, kvCacheUsage: null,
+                vramUsedBytes: null}],
             notReported: ["KV cache use", "prefix cache hits"],
             estimated: {},
             notes: [

@@ -244,7 +244,7 @@ export class TargetMonitor {
             if (readings.length === 0) {
                 // Not identified yet (never answered): shown as vLLM-like, the kind with the most to report.
                 replicas.push({...base, kind: source.kind ?? "vllm", name: source.target.url, model: source.model ?? null,
-                    running: null, waiting: null, kvCacheUsage: null});
+                    running: null, waiting: null, kvCacheUsage: null, vramUsedBytes: null});
                 continue;
             }
             for (const replica of readings) {
@@ -254,7 +254,8 @@ export class TargetMonitor {
                 replicas.push({
                     ...base, name: replica.name, kind: reading.kind, model: reading.model ?? null, version: reading.version ?? null,
                     running: reading.running ?? null, waiting: reading.waiting ?? null,
-                    kvCacheUsage: kvUsage(reading)
+                    kvCacheUsage: kvUsage(reading),
+                    vramUsedBytes: reading.vramUsedBytes ?? null
                 });
             }
         }
