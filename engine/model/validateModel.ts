@@ -10,6 +10,7 @@
 import fs from "node:fs/promises";
 import type {FileHandle} from "node:fs/promises";
 import path from "node:path";
+import {displayText, maxModelNameLength} from "../../common/displayText.js";
 import type {GgufFileInfo} from "node-llama-cpp" with {"resolution-mode": "import"};
 import {errorMessage} from "../../common/errorMessage.js";
 
@@ -154,7 +155,9 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
         sizeBytes,
         ggufVersion: scan.version,
         architecture,
-        name: typeof generalName === "string" && generalName !== "" ? generalName : path.basename(file).replace(/\.gguf$/i, ""),
+        // The one place the name is read: shown in the panel, the status bar, logs and the terminal.
+        name: (typeof generalName === "string" ? displayText(generalName, maxModelNameLength) : "")
+            || displayText(path.basename(file).replace(/\.gguf$/i, ""), maxModelNameLength),
         contextLength: positiveInteger(lookup(metadata, [architecture, "context_length"])),
         parameterCount: scan.tensors.reduce((sum, t) => sum + t.elementCount, 0),
         tensorCount: scan.tensors.length,

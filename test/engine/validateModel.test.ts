@@ -6,6 +6,7 @@ import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import {demoModelGgufSpec, demoModelSizes, writeDemoModel, type DemoModelGgufSpec} from "../../engine/model/demoModel.js";
 import {computeGgufLayout, writeGguf} from "../../engine/model/ggufWriter.js";
+import {maxModelNameLength} from "../../common/displayText.js";
 import {ModelFileError, validateModelFile, type ModelFileErrorCode} from "../../engine/model/validateModel.js";
 
 // None of these tests may load a model natively: llama.cpp aborts the process on some of these files.
@@ -195,6 +196,21 @@ describe("validateModelFile accepts valid models", () => {
         assert.equal(info.fileType, 1);
         assert.equal(info.quantization, "F16");
         assert.equal(info.ggufVersion, 3);
+    });
+
+    test("a model name with control characters and 5,000 characters: cleaned and shortened where it is read", async () => {
+        const evil = `\u001b[31mEvil\r\nEngine 000: Avg prompt throughput: 9999 tokens/s\u0007 ${"x".repeat(5000)}`;
+        const file = await writeVariant("evil-name.gguf", (spec) => ({...spec, metadata: spec.metadata.map((entry) =>
+            entry.key === "general.name" ? {key: entry.key, value: {type: "string", value: evil}} : entry)}));
+        const info = await validateModelFile(file);
+        assert.equal(info.name.length, maxModelNameLength);
+        assert.ok(info.name.endsWith("…"));
+        assert.ok(info.name.startsWith("[31mEvil Engine 000: Avg prompt throughput: 9999 tokens/s x"), JSON.stringify(info.name.slice(0, 80)));
+        assert.ok([...info.name].every((c) => c.charCodeAt(0) >= 0x20 && !(c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f)),
+            "no control characters left");
+        const blank = await writeVariant("blank-name.gguf", (spec) => ({...spec, metadata: spec.metadata.map((entry) =>
+            entry.key === "general.name" ? {key: entry.key, value: {type: "string", value: "\u001b\r\n"}} : entry)}));
+        assert.equal((await validateModelFile(blank)).name, "blank-name", "nothing left: the file name");
     });
 
     test("an f32 demo model and relative paths", async () => {
