@@ -4,6 +4,7 @@
  * labels and buckets must be vLLM V1's, and the counts what was fed.
  */
 import assert from "node:assert/strict";
+import http from "node:http";
 import {after, before, describe, test} from "node:test";
 import {register as globalRegistry} from "prom-client";
 import type {FinishReason, StepStats} from "../../protocol/engineMessages.js";
@@ -390,6 +391,21 @@ describe("PrometheusStatLogger", () => {
         const post = await fetch(url, {method: "POST"});
         assert.equal(post.status, 405);
         await post.text();
+    });
+
+    test("answers only to loopback Host names on its port (no DNS rebinding)", async () => {
+        const status = async (hostHeader: string) => await new Promise<number>((resolve, reject) => {
+            const request = http.request({host: "127.0.0.1", port: prometheus.port!, path: "/metrics", headers: {Host: hostHeader}}, (response) => {
+                response.resume();
+                resolve(response.statusCode ?? 0);
+            });
+            request.on("error", reject);
+            request.end();
+        });
+        assert.equal(await status("evil.example"), 403);
+        assert.equal(await status(`evil.example:${prometheus.port!}`), 403);
+        assert.equal(await status(`localhost:${prometheus.port!}`), 200);
+        assert.equal(await status(`127.0.0.1:${prometheus.port!}`), 200);
     });
 
     test("a port in use is a clear, named error", async () => {

@@ -1,5 +1,6 @@
 import http from "node:http";
 import {listen, PortInUseError} from "../../net/listen.js";
+import {allowedHostHeader} from "../../net/hostCheck.js";
 import {errorMessage} from "../../../../common/errorMessage.js";
 
 export class PrometheusServerError extends Error {
@@ -15,7 +16,13 @@ export class MetricsHttpServer {
     static async listen(host: string, port: number, render: () => Promise<MetricsBody>): Promise<MetricsHttpServer> {
         if (!Number.isInteger(port) || port < 0 || port > 65535)
             throw new PrometheusServerError(`Prometheus port must be an integer from 0 to 65535, got ${port}`);
+        let boundPort = port;
         const server = http.createServer((request, response) => {
+            // A page on another site that resolves its name to 127.0.0.1 (DNS rebinding) must not read the numbers.
+            if (!allowedHostHeader(request.headers.host, host, boundPort)) {
+                response.writeHead(403, {"content-type": "text/plain; charset=utf-8"}).end("forbidden host\n");
+                return;
+            }
             const path = (request.url ?? "/").split("?")[0];
             if (path !== "/metrics") {
                 response.writeHead(404, {"content-type": "text/plain; charset=utf-8"}).end("Not found. Metrics are at /metrics\n");
@@ -37,6 +44,7 @@ export class MetricsHttpServer {
                 ? error
                 : new PrometheusServerError(`could not serve Prometheus metrics on ${host}:${port}: ${errorMessage(error)}`);
         });
+        boundPort = address.port;
         return new MetricsHttpServer(server, address.port, `http://${address.urlHost}:${address.port}/metrics`);
     }
 
