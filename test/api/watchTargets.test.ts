@@ -19,6 +19,7 @@ import {buildLlamaServer, expectedLlamaServerPath, freeLoopbackPort, startLlamaS
 import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
 import {DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
 import {runCli} from "../helpers/runCli.js";
+import {canvasInk} from "../webview/canvasInk.js";
 import {chromiumSkipReason, launchChromium} from "../webview/chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "../webview/panelBuild.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
@@ -56,7 +57,8 @@ type Tile = {text: string, value: string, notReported: boolean, estimated: boole
  * The real panel in Chromium on a DashboardServer fed by `manager`, after `work` ran and the tiles
  * settled: every tile, the header's servers and notes, and whether the throughput chart drew a line.
  */
-async function panelAfter(manager: StatsManager, work: () => Promise<void>, settled: () => boolean): Promise<{tiles: Record<string, Tile>, servers: string, notes: string}> {
+async function panelAfter(manager: StatsManager, work: () => Promise<void>, settled: () => boolean):
+Promise<{tiles: Record<string, Tile>, servers: string, notes: string, throughputInk: number}> {
     ensurePanelBuilt();
     const dashboard = await DashboardServer.listen({port: 0, source: manager, webviewDir: webviewDistDir});
     const browser = await launchChromium();
@@ -72,11 +74,35 @@ async function panelAfter(manager: StatsManager, work: () => Promise<void>, sett
         })));
         const servers = await page.$eval("[data-field=servers]", (element) => element.textContent ?? "");
         const notes = await page.$eval("[data-field=notes]", (element) => element.textContent ?? "");
-        return {tiles, servers, notes};
+        // The generation series in the throughput chart (its line needs a sample or two after the work).
+        let throughputInk = 0;
+        for (const deadline = Date.now() + 10_000; throughputInk <= 50 && Date.now() < deadline;) {
+            throughputInk = (await canvasInk(page, "throughput", "--im-blue")).colored;
+            if (throughputInk <= 50)
+                await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        return {tiles, servers, notes, throughputInk};
     } finally {
         await browser.close();
         await dashboard.close();
     }
+}
+
+/**
+ * Polls until the manager's generation count reaches `expected` (llama.cpp adds a request's tokens to
+ * its counter as the request ends, so a poll in that moment sees them in neither place; the next one
+ * does): never above it, at most 2 s.
+ */
+async function settle(monitor: TargetMonitor, manager: StatsManager, expected: number): Promise<void> {
+    for (let i = 0; i < 40; i++) {
+        await monitor.pollOnce();
+        const counted = manager.counters().generationTokens;
+        assert.ok(counted <= expected, `counted ${counted} generation tokens, more than the ${expected} served`);
+        if (counted === expected)
+            return;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(manager.counters().generationTokens, expected);
 }
 
 /** A streamed completion read to its end; its usage. */
@@ -134,7 +160,7 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
             await new Promise((resolve) => setTimeout(resolve, 30));
         }
         const usages = await requests;
-        await monitor.pollOnce();
+        await settle(monitor, manager, usages.reduce((sum, u) => sum + u.completion, 0));
         assert.equal(maxRunning, 2, "both slots seen busy");
         assert.equal(maxWaiting, 1, "the third request seen deferred");
         const counters = manager.counters();
@@ -152,8 +178,7 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
         await monitor.pollOnce();
         const openai = () => new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
         await complete(openai(), 40, "Before the restart");
-        await monitor.pollOnce();
-        assert.equal(manager.counters().generationTokens, 40);
+        await settle(monitor, manager, 40);
         await server.stop();
         const downAt = Date.now();
         await monitor.pollOnce();
@@ -166,8 +191,7 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
         await monitor.pollOnce();
         assert.equal(views.at(-1)!.replicas[0]!.status, "up");
         await complete(openai(), 25, "After the restart");
-        await monitor.pollOnce();
-        assert.equal(manager.counters().generationTokens, 65, "40 before + 25 after; the reset is not a negative increase");
+        await settle(monitor, manager, 65); // 40 before + 25 after; the reset is not a negative increase
         manager.tick();
         for (const point of manager.snapshot().timeSeries)
             assert.ok(point.generationTokensPerS >= 0 && point.promptTokensPerS >= 0);
@@ -179,7 +203,7 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
         monitor.start();
         try {
             const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
-            const {tiles, servers, notes} = await panelAfter(manager,
+            const {tiles, servers, notes, throughputInk} = await panelAfter(manager,
                 async () => void await Promise.all([0, 1].map((i) => complete(openai, 200, `Panel ${i}`))),
                 () => Number(document.querySelector<HTMLElement>("[data-metric=output_throughput]")?.dataset.value) > 0);
             assert.ok(Number(tiles.output_throughput!.value) > 0);
@@ -190,6 +214,7 @@ describe("watching llama.cpp's llama-server", {skip}, () => {
             }
             assert.match(servers, new RegExp(`${server.origin.replace(/[.]/g, "\\.")} up`));
             assert.match(notes, /Not reported by the server: .*time to first token/);
+            assert.ok(throughputInk > 50, `the throughput chart draws the server's generation rate (${throughputInk} px)`);
         } finally {
             await monitor.stop();
             await manager.dispose();
@@ -311,7 +336,7 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         monitor.start();
         try {
             const openai = new OpenAI({baseURL: servers[0]!.baseUrl, apiKey: "none", maxRetries: 0});
-            const {tiles, servers: listed} = await panelAfter(manager,
+            const {tiles, servers: listed, throughputInk} = await panelAfter(manager,
                 async () => void await Promise.all([0, 1, 2].map((i) => complete(openai, 12, `Panel ${i}`))),
                 () => document.querySelector("[data-metric=median_ttft_ms]")?.textContent?.startsWith("≈") === true);
             for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "median_e2el_ms"]) {
@@ -320,6 +345,7 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
             }
             assert.ok(!tiles.output_throughput!.notReported && !tiles.num_requests_running!.notReported);
             assert.match(listed, /unreachable since/, "the replica stopped in the test before");
+            assert.ok(throughputInk > 50, `the throughput chart draws the merged generation rate (${throughputInk} px)`);
         } finally {
             await monitor.stop();
             await manager.dispose();

@@ -21,11 +21,11 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, know
         throw new TargetReadError("the server is loading its model (/health: 503)", "bad");
     if (health.status !== 200)
         throw new TargetReadError(`/health answered HTTP ${health.status}; not a llama.cpp server?`, "bad");
-    const [slotsResponse, metricsResponse, model] = await Promise.all([
-        targetGet(`${baseUrl}/slots`, http),
-        targetGet(`${baseUrl}/metrics`, http),
-        knownModel !== undefined ? Promise.resolve(knownModel) : readModelName(baseUrl, http)
-    ]);
+    // /metrics first, then /slots: a request that ends between the two reads is then missing from both
+    // (the next poll counts it), never in both (its decoded tokens in the slot and again in the counter).
+    const metricsResponse = await targetGet(`${baseUrl}/metrics`, http);
+    const slotsResponse = await targetGet(`${baseUrl}/slots`, http);
+    const model = knownModel ?? await readModelName(baseUrl, http);
     const reading: TargetReading = {kind: "llamacpp", model, histograms: {}, notes: [
         "per-request latencies (TTFT, ITL, queue) are not exported by llama.cpp's server: watch it through `inference-monitor proxy` for those"
     ]};
