@@ -23,6 +23,8 @@ export async function pickServerUrl(title: string): Promise<string | undefined> 
     const attached = new Set(targets.map((target) => target.url));
     const pick = vscode.window.createQuickPick<ServerItem>();
     pick.title = title;
+    // It fills in while ports are probed: a focus change meanwhile (a notification, the panel) must not dismiss it.
+    pick.ignoreFocusOut = true;
     pick.placeholder = "Looking for servers on the usual local ports…";
     pick.busy = true;
     const enter: ServerItem = {label: "$(link) Enter a URL…", detail: "llama.cpp's llama-server, vLLM, Ollama — on this machine or another"};
@@ -108,7 +110,7 @@ export async function detachServers(watch: ServerWatch): Promise<void> {
         return;
     }
     const chosen = await vscode.window.showQuickPick(targets.map((target) => ({label: target.name ?? target.url, url: target.url})),
-        {title: "Inference Monitor: Detach from Server", canPickMany: true, placeHolder: "The servers to stop watching"});
+        {title: "Inference Monitor: Detach from Server", canPickMany: true, placeHolder: "The servers to stop watching", ignoreFocusOut: true});
     if (chosen === undefined || chosen.length === 0)
         return;
     await watch.detach(chosen.map((item) => item.url));
@@ -124,7 +126,7 @@ export async function showStatsFor(watch: ServerWatch): Promise<boolean> {
     ];
     if (watch.sources.length === 0)
         items.push({label: "$(add) Attach to Server…", key: "attach"});
-    const chosen = await vscode.window.showQuickPick(items, {title: "Inference Monitor: Show Stats For"});
+    const chosen = await vscode.window.showQuickPick(items, {title: "Inference Monitor: Show Stats For", ignoreFocusOut: true});
     if (chosen === undefined)
         return false;
     if (chosen.key === "attach")
