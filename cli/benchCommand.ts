@@ -11,8 +11,8 @@ import {readCommandLine} from "./commandLine.js";
 import {serverStartFailure} from "./serverStartFailure.js";
 
 /**
- * `inference-monitor bench`: exit 0 on success, 1 on engine/model failure or disagreeing stats (with
- * --base-url: an unusable server or any failed request), 2 on usage errors.
+ * `inference-monitor bench`: exit 0 on success, 1 on engine/model failure, any failed request (its
+ * errors printed) or disagreeing stats (with --base-url: an unusable server), 2 on usage errors.
  */
 export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
     const commandLine = readCommandLine(benchCommandLine, args, io, (values) => benchOptionsFrom(values, io.isTty));
@@ -49,7 +49,8 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
             };
             fs.writeFileSync(options.jsonPath, JSON.stringify(json, null, 2) + "\n");
         }
-        return run.statsAgreement?.ok === false ? 1 : 0;
+        const failed = printFailures(run.results.flatMap((r) => r.reason === "error" ? [r.error ?? "error"] : []), run.results.length, io);
+        return run.statsAgreement?.ok === false || failed ? 1 : 0;
     } catch (error) {
         if (error instanceof EngineLoadError) {
             io.stderr(`Could not start the engine: ${error.message}\n`);
@@ -82,16 +83,7 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
     if (withoutUsage > 0)
         io.stdout(`${withoutUsage} responses carried no usage: their output tokens are counted as text chunks, their input tokens as 0\n`);
     const errors = results.flatMap((r) => r.error !== undefined ? [r.error] : []);
-    if (errors.length > 0) {
-        const counts = new Map<string, number>();
-        for (const error of errors)
-            counts.set(error, (counts.get(error) ?? 0) + 1);
-        io.stderr(`${errors.length} of ${results.length} requests failed:\n`);
-        for (const [message, count] of [...counts].slice(0, 5))
-            io.stderr(`  ${count}× ${message}\n`);
-        if (counts.size > 5)
-            io.stderr(`  … and ${counts.size - 5} other errors\n`);
-    }
+    printFailures(errors, results.length, io);
     if (target.resentRequests > 0)
         io.stderr(`${target.resentRequests} request(s) sent again: the server had closed their kept-alive connection\n`);
     if (options.jsonPath !== undefined) {
@@ -113,4 +105,19 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
         fs.writeFileSync(options.jsonPath, JSON.stringify(json, null, 2) + "\n");
     }
     return errors.length > 0 ? 1 : 0;
+}
+
+/** "N of M requests failed:" and the most common reasons, on stderr; whether any failed. */
+function printFailures(errors: readonly string[], total: number, io: CliIo): boolean {
+    if (errors.length === 0)
+        return false;
+    const counts = new Map<string, number>();
+    for (const error of errors)
+        counts.set(error, (counts.get(error) ?? 0) + 1);
+    io.stderr(`${errors.length} of ${total} requests failed:\n`);
+    for (const [message, count] of [...counts].slice(0, 5))
+        io.stderr(`  ${count}× ${message}\n`);
+    if (counts.size > 5)
+        io.stderr(`  … and ${counts.size - 5} other errors\n`);
+    return true;
 }

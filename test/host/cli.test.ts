@@ -95,6 +95,13 @@ describe("inference-monitor bench", () => {
         assert.match(run.stderr, /Could not start the engine: Model file not found: \/nonexistent\/model\.gguf/);
     });
 
+    test("every request failing (too long for the context): exit code 1 and the reason, not a quiet 0", async () => {
+        const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--input-len", "8", "--output-len", "99999999",
+            "--no-progress"]);
+        assert.equal(run.code, 1, run.stderr);
+        assert.match(run.stderr, /2 of 2 requests failed:\n {2}1× this model's context holds \d+ tokens, but the request needs \d+ \(\d+ in the prompt, 99999999 to generate\)/);
+    });
+
     test("a port in use: a clear error and exit code 1", async () => {
         const busy = await busyPort();
         try {
