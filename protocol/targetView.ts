@@ -8,6 +8,11 @@ import type {HistogramMetric} from "./statsView.js";
 export const targetKinds = ["llamacpp", "vllm", "ollama", "openai"] as const;
 export type TargetKind = typeof targetKinds[number];
 
+/** What the panel, the pickers and the log call each kind. */
+export const targetKindNames: Record<TargetKind, string> = {
+    llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama", openai: "OpenAI-compatible server"
+};
+
 /** `connecting` until the first answer; `unauthorized` = 401/403; `error` = it answers, but not what its kind serves. */
 export const targetStatuses = ["connecting", "up", "unreachable", "unauthorized", "error"] as const;
 export type TargetStatus = typeof targetStatuses[number];

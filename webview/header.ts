@@ -6,7 +6,7 @@
  */
 import {el, setText} from "./dom.js";
 import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
-import type {TargetKind, TargetView} from "../protocol/targetView.js";
+import {targetKindNames, type TargetView} from "../protocol/targetView.js";
 import type {StatsStore} from "./store.js";
 
 const fields = [
@@ -16,7 +16,6 @@ const fields = [
 type FieldName = typeof fields[number][0];
 
 const backendNames: Record<string, string> = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal", cpu: "CPU"};
-const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama", openai: "OpenAI-compatible server"};
 
 export class Header {
     readonly element = el("header", "header");
@@ -72,7 +71,7 @@ export class Header {
         const replicas = target.replicas;
         const distinct = (values: Array<string | null>) => [...new Set(values.filter((v): v is string => v !== null))];
         this.set("model", distinct(replicas.map((r) => r.model)).join(", ") || "–");
-        this.set("backend", distinct(replicas.map((r) => kindNames[r.kind] + (r.version !== null ? ` ${r.version}` : ""))).join(", "));
+        this.set("backend", distinct(replicas.map((r) => targetKindNames[r.kind] + (r.version !== null ? ` ${r.version}` : ""))).join(", "));
         this.set("gpu", "–");
         const serversVram = replicas.reduce((sum, r) => sum + (r.status === "up" ? r.vramUsedBytes ?? 0 : 0), 0);
         const used = Math.max(vramUsed, serversVram);

@@ -10,7 +10,7 @@
  */
 import {isObject} from "../../../protocol/validation.js";
 import {parseMetricsAnswer, sumSamples} from "./prometheusText.js";
-import {targetGet, targetGetJson, TargetReadError, type TargetGetOptions} from "./targetHttp.js";
+import {readModelId, targetGet, TargetReadError, type TargetGetOptions} from "./targetHttp.js";
 import type {TargetReading} from "./targetReading.js";
 
 type Slot = {nCtx: number, processing: boolean, tokens: number, decoded: number};
@@ -25,7 +25,7 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, know
     // (the next poll counts it), never in both (its decoded tokens in the slot and again in the counter).
     const metricsResponse = await targetGet(`${baseUrl}/metrics`, http);
     const slotsResponse = await targetGet(`${baseUrl}/slots`, http);
-    const model = knownModel ?? await readModelName(baseUrl, http);
+    const model = knownModel ?? await readModelId(baseUrl, http);
     const reading: TargetReading = {kind: "llamacpp", model, histograms: {}, notes: [
         "per-request latencies (TTFT, ITL, queue) are not exported by llama.cpp's server: watch it through `inference-monitor proxy` for those"
     ]};
@@ -59,17 +59,6 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, know
     reading.running ??= value("requests_processing");
     reading.waiting = value("requests_deferred");
     return reading;
-}
-
-async function readModelName(baseUrl: string, http: TargetGetOptions): Promise<string | undefined> {
-    try {
-        const models = await targetGetJson(`${baseUrl}/v1/models`, http);
-        const data = isObject(models) && Array.isArray(models.data) ? models.data : [];
-        const first: unknown = data[0];
-        return isObject(first) && typeof first.id === "string" ? first.id : undefined;
-    } catch {
-        return undefined;
-    }
 }
 
 function parseSlots(text: string): Slot[] {

@@ -3,6 +3,7 @@
  * person can act on ("connection refused", "401: the API key was refused", "timed out after 2 s").
  */
 import {errorMessage} from "../../../common/errorMessage.js";
+import {isObject} from "../../../protocol/validation.js";
 
 export type TargetGetOptions = {apiKey?: string, timeoutMs?: number, maxBytes?: number};
 
@@ -67,5 +68,16 @@ export async function targetGetJson(url: string, options: TargetGetOptions = {})
         return JSON.parse(response.text) as unknown;
     } catch {
         throw new TargetReadError(`${url}: the answer is not JSON`, "bad");
+    }
+}
+
+/** The first model id of an OpenAI-compatible `/v1/models`, or undefined when there is none to read. */
+export async function readModelId(baseUrl: string, options: TargetGetOptions = {}): Promise<string | undefined> {
+    try {
+        const models = await targetGetJson(`${baseUrl}/v1/models`, options);
+        const first: unknown = isObject(models) && Array.isArray(models.data) ? models.data[0] : undefined;
+        return isObject(first) && typeof first.id === "string" ? first.id : undefined;
+    } catch {
+        return undefined;
     }
 }

@@ -4,13 +4,12 @@
  */
 import * as vscode from "vscode";
 import {errorMessage} from "../../../common/errorMessage.js";
-import type {TargetKind} from "../../../protocol/targetView.js";
+import {targetKindNames} from "../../../protocol/targetView.js";
 import {probeTarget, wellKnownLocalServers} from "../../host/targets/probeTarget.js";
 import {TargetReadError} from "../../host/targets/targetHttp.js";
 import type {ServerWatch} from "../serverWatch.js";
 import {readSettings} from "../settings.js";
 
-const kindNames: Record<TargetKind, string> = {llamacpp: "llama.cpp server", vllm: "vLLM", ollama: "Ollama", openai: "OpenAI-compatible server"};
 
 type ServerItem = vscode.QuickPickItem & {url?: string};
 
@@ -37,7 +36,7 @@ export async function pickServerUrl(title: string): Promise<string | undefined> 
             return;
         try {
             const kind = await probeTarget(url, {timeoutMs: 800});
-            found.push({label: `$(server) ${kindNames[kind]} at ${url}`, description: `port ${port} (${name}'s default)`, url});
+            found.push({label: `$(server) ${targetKindNames[kind]} at ${url}`, description: `port ${port} (${name}'s default)`, url});
         } catch (error) {
             // nothing there; a server that answers only the OpenAI API can still be proxied
             if (error instanceof TargetReadError && error.kind === "bad" && /\/v1\/models only/.test(error.message))
@@ -83,8 +82,8 @@ export async function attachServer(watch: ServerWatch, log: vscode.LogOutputChan
         try {
             const kind = await probeTarget(url, {timeoutMs: 3000, ...(apiKey !== undefined ? {apiKey} : {})});
             await watch.attach({url}, apiKey);
-            log.info(`Attached to ${kindNames[kind]} at ${url}`);
-            void vscode.window.showInformationMessage(`Inference Monitor: watching ${kindNames[kind]} at ${url}.`);
+            log.info(`Attached to ${targetKindNames[kind]} at ${url}`);
+            void vscode.window.showInformationMessage(`Inference Monitor: watching ${targetKindNames[kind]} at ${url}.`);
             return true;
         } catch (error) {
             if (error instanceof TargetReadError && error.kind === "auth") {
