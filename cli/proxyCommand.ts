@@ -1,12 +1,9 @@
 import path from "node:path";
 import {DashboardServer} from "../extension/host/dashboard/dashboardServer.js";
-import {MonitoringProxy} from "../extension/host/proxy/monitoringProxy.js";
-import {ProxyStats} from "../extension/host/proxy/proxyStats.js";
-import {ProxyTargetView} from "../extension/host/proxy/proxyTargetView.js";
+import {startMonitoredProxy} from "../extension/host/proxy/monitoredProxy.js";
+import type {MonitoringProxy} from "../extension/host/proxy/monitoringProxy.js";
+import type {ProxyTargetView} from "../extension/host/proxy/proxyTargetView.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
-import {probeTarget} from "../extension/host/targets/probeTarget.js";
-import {targetGetJson} from "../extension/host/targets/targetHttp.js";
-import {isObject} from "../protocol/validation.js";
 import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {proxyCommandLine, proxyOptionsFrom} from "./proxyArgs.js";
@@ -22,32 +19,13 @@ export async function proxyCommand(args: string[], io: CliIo): Promise<number> {
         return commandLine.exitCode;
     const {options} = commandLine;
     const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), logIntervalS: options.logIntervalS});
-    const manager = pipeline.manager;
-    const target = new ProxyTargetView(options.upstream);
-    // What is behind the proxy, once (a server that is down now may come up later: the proxy does not care).
-    try {
-        target.kind = await probeTarget(options.upstream, {timeoutMs: 3000});
-    } catch {
-        target.kind = "openai";
-    }
-    const models = await targetGetJson(`${options.upstream}/v1/models`, {timeoutMs: 3000}).catch(() => undefined);
-    const first: unknown = isObject(models) && Array.isArray(models.data) ? models.data[0] : undefined;
-    target.model = isObject(first) && typeof first.id === "string" ? first.id : null;
-    manager.onEngineState("ready");
-    manager.onTarget(target.view());
-    const stats = new ProxyStats(manager);
     let proxy: MonitoringProxy | undefined;
+    let target: ProxyTargetView;
     let dashboard: DashboardServer | undefined;
     try {
-        proxy = await MonitoringProxy.listen({
-            upstream: options.upstream, port: options.port, stats,
-            onUpstream: (reachable, error) => {
-                target.reached(reachable, error);
-                manager.onTarget(target.view());
-            }
-        });
+        ({proxy, target} = await startMonitoredProxy({upstream: options.upstream, port: options.port, manager: pipeline.manager}));
         dashboard = await DashboardServer.listen({
-            port: options.monitorPort, source: manager, webviewDir: path.join(__dirname, "webview"), title: "Inference Monitor · proxy",
+            port: options.monitorPort, source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), title: "Inference Monitor · proxy",
             metrics: await pipeline.mountMetrics(target.model !== null ? {modelName: target.model} : {})
         });
     } catch (error) {

@@ -4,12 +4,11 @@
  * a StatsManager that the panel and the status bar show (a source of ServerWatch) while it runs.
  */
 import * as vscode from "vscode";
-import {MonitoringProxy} from "../../host/proxy/monitoringProxy.js";
-import {ProxyStats} from "../../host/proxy/proxyStats.js";
-import {ProxyTargetView} from "../../host/proxy/proxyTargetView.js";
+import {startMonitoredProxy} from "../../host/proxy/monitoredProxy.js";
+import type {MonitoringProxy} from "../../host/proxy/monitoringProxy.js";
+import type {ProxyTargetView} from "../../host/proxy/proxyTargetView.js";
 import {PortInUseError} from "../../host/net/listen.js";
 import {StatsManager} from "../../host/stats/statsManager.js";
-import {probeTarget} from "../../host/targets/probeTarget.js";
 import type {ServerWatch} from "../serverWatch.js";
 import {readSettings} from "../settings.js";
 import {pickServerUrl} from "./serverCommands.js";
@@ -24,21 +23,12 @@ export async function startProxy(watch: ServerWatch, log: vscode.LogOutputChanne
         await watch.removeExtra(key); // one proxy at a time: it owns the port
     const port = readSettings().proxyPort;
     const manager = new StatsManager();
-    const target = new ProxyTargetView(upstream);
-    target.kind = await probeTarget(upstream, {timeoutMs: 2000}).catch(() => "openai" as const);
-    manager.onEngineState("ready");
-    manager.onTarget(target.view());
     let proxy: MonitoringProxy;
+    let target: ProxyTargetView;
     try {
-        proxy = await MonitoringProxy.listen({
-            upstream, port, stats: new ProxyStats(manager),
-            onUpstream: (reachable, error) => {
-                target.reached(reachable, error);
-                manager.onTarget(target.view());
-                if (!reachable)
-                    log.warn(`monitoring proxy: ${upstream} could not be reached: ${error ?? ""}`);
-            }
-        });
+        ({proxy, target} = await startMonitoredProxy({
+            upstream, port, manager, onUnreachable: (error) => log.warn(`monitoring proxy: ${upstream} could not be reached: ${error}`)
+        }));
     } catch (error) {
         await manager.dispose();
         if (error instanceof PortInUseError)
