@@ -11,21 +11,19 @@ import os from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
-import {buildLlamaServer, expectedLlamaServerPath, llamaServerCounter, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
+import {buildLlamaServer, llamaServerCounter, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {runCli} from "../helpers/runCli.js";
+import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
 import {testCacheDir} from "../helpers/testModels.js";
 
 const storiesModel = path.resolve(__dirname, "../../../shared/models/stories260K.gguf");
-const binaryPath = expectedLlamaServerPath();
-const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.existsSync(binaryPath))
-    ? `llama-server is not built (${binaryPath ?? "node_modules missing"}): run bash .ci/build-llama-server.sh (~20 min on 2 cores); with CI=true this fails`
-    : false;
 
 const prompts = 6;
 const outputLen = 16;
 const workload = ["--num-prompts", String(prompts), "--input-len", "8", "--output-len", String(outputLen), "--max-concurrency", "2", "--no-progress"];
 
-describe("bench --base-url against llama.cpp's llama-server", {skip}, () => {
+const llamaServerSuite = "bench --base-url against llama.cpp's llama-server";
+describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () => {
     let server: LlamaServer;
 
     before(async () => {

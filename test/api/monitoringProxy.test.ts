@@ -5,7 +5,6 @@
  * goes away cancels the upstream request; a dead upstream is a 502 in OpenAI's shape.
  */
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import http from "node:http";
 import type {AddressInfo, Socket} from "node:net";
 import {after, before, describe, test} from "node:test";
@@ -14,9 +13,10 @@ import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {MonitoringProxy} from "../../extension/host/proxy/monitoringProxy.js";
 import {ProxyStats} from "../../extension/host/proxy/proxyStats.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
-import {buildLlamaServer, expectedLlamaServerPath, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
+import {buildLlamaServer, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
 import {runCli} from "../helpers/runCli.js";
+import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 
 async function proxied(upstream: string): Promise<{proxy: MonitoringProxy, manager: StatsManager, reached: Array<boolean>}> {
@@ -269,12 +269,8 @@ describe("monitoring proxy: dead upstream, Ollama's stream, the command", () => 
     });
 });
 
-const binaryPath = expectedLlamaServerPath();
-const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.existsSync(binaryPath))
-    ? `llama-server is not built (${binaryPath ?? "node_modules missing"}): run bash .ci/build-llama-server.sh (~20 min on 2 cores); with CI=true this fails`
-    : false;
-
-describe("monitoring proxy in front of llama.cpp's llama-server", {skip}, () => {
+const llamaServerSuite = "monitoring proxy in front of llama.cpp's llama-server";
+describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () => {
     let server: LlamaServer;
 
     before(async () => {

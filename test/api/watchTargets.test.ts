@@ -6,7 +6,6 @@
  * Skips when llama-server is not built, unless CI=true.
  */
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import http from "node:http";
 import type {AddressInfo} from "node:net";
 import {after, before, describe, test} from "node:test";
@@ -15,10 +14,11 @@ import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {TargetMonitor, type WatchedTarget} from "../../extension/host/targets/targetMonitor.js";
 import type {TargetView} from "../../protocol/targetView.js";
-import {buildLlamaServer, expectedLlamaServerPath, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
+import {buildLlamaServer, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
 import {DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
 import {runCli} from "../helpers/runCli.js";
+import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
 import {canvasInk} from "../webview/canvasInk.js";
 import {chromiumSkipReason, launchChromium} from "../webview/chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "../webview/panelBuild.js";
@@ -29,10 +29,6 @@ import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 const parsePrometheusTextFormat = require("parse-prometheus-text-format") as
     (text: string) => Array<{name: string, metrics: Array<{value?: string, labels?: Record<string, string>}>}>;
 
-const binaryPath = expectedLlamaServerPath();
-const skip = process.env.CI !== "true" && (binaryPath === undefined || !fs.existsSync(binaryPath))
-    ? `llama-server is not built (${binaryPath ?? "node_modules missing"}): run bash .ci/build-llama-server.sh (~20 min on 2 cores); with CI=true this fails`
-    : false;
 
 function watch(targets: WatchedTarget[], ticking = false): {monitor: TargetMonitor, manager: StatsManager, views: TargetView[]} {
     const manager = new StatsManager(ticking ? {} : {tickIntervalMs: 0});
@@ -121,7 +117,8 @@ async function complete(openai: OpenAI, maxTokens: number, prompt: string): Prom
     return usage;
 }
 
-describe("watching llama.cpp's llama-server", {skip}, () => {
+const llamaServerSuite = "watching llama.cpp's llama-server";
+describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () => {
     let binary: string;
     let model: string;
     let server: LlamaServer;

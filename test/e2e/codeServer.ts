@@ -11,6 +11,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {chromium, type Browser, type BrowserContext, type FrameLocator, type Page} from "playwright-core";
+import {skipReason} from "../helpers/prerequisites.js";
+import {chromiumArgs, chromiumPath, missingChromium} from "../webview/chromium.js";
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
 export const artifactsDir = path.join(repoRoot, "test", "e2e", "artifacts");
@@ -26,55 +28,40 @@ export const codeServerDir = process.env.INFERENCE_MONITOR_CODE_SERVER_DIR
 export const e2eNodeDir = process.env.INFERENCE_MONITOR_E2E_NODE_DIR
     ?? path.join(os.homedir(), ".cache", "inference-monitor-e2e", `node-${e2eNodeVersion}`);
 
-/** Chromium flags for a headless, offline, throwaway browser. */
-export const chromiumArgs = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic"
-];
-
-const isCI = process.env.CI === "true";
-
 export function findCodeServer(): string | undefined {
     const candidates = [process.env.CODE_SERVER_BIN, path.join(codeServerDir, "node_modules", ".bin", "code-server")];
     return candidates.find((candidate): candidate is string => candidate != null && candidate !== "" && fs.existsSync(candidate));
 }
 
-export function findChromium(): string | undefined {
-    const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"];
-    return candidates.find((candidate): candidate is string => candidate != null && candidate !== "" && fs.existsSync(candidate));
-}
+export type E2EPrerequisites = {codeServer?: string, missing: string[]};
 
-export type E2EPrerequisites = {codeServer?: string, chromium?: string, missing: string[]};
-
+/** What the e2e suites need: the built extension (packed into the VSIX), code-server, its Node and Chromium. */
 export function e2ePrerequisites(): E2EPrerequisites {
     const codeServer = findCodeServer();
-    const chromiumPath = findChromium();
     const missing: string[] = [];
+    if (!fs.existsSync(path.join(repoRoot, "dist", "extension.js")))
+        missing.push("dist/extension.js (npm run build)");
     if (codeServer == null)
-        missing.push(`code-server ${codeServerVersion} (looked in ${codeServerDir}; set CODE_SERVER_BIN or INFERENCE_MONITOR_CODE_SERVER_DIR)`);
+        missing.push(`code-server ${codeServerVersion} (looked in ${codeServerDir}; set CODE_SERVER_BIN or INFERENCE_MONITOR_CODE_SERVER_DIR; bash .ci/install-e2e.sh)`);
     if (!fs.existsSync(path.join(e2eNodeDir, "bin", "node")))
-        missing.push(`Node ${e2eNodeVersion} for code-server (looked in ${e2eNodeDir}; set INFERENCE_MONITOR_E2E_NODE_DIR)`);
-    if (chromiumPath == null)
-        missing.push("Chromium (looked for /usr/bin/chromium; set CHROMIUM_PATH)");
-    return {...(codeServer != null ? {codeServer} : {}), ...(chromiumPath != null ? {chromium: chromiumPath} : {}), missing};
+        missing.push(`Node ${e2eNodeVersion} for code-server (looked in ${e2eNodeDir}; set INFERENCE_MONITOR_E2E_NODE_DIR; bash .ci/install-e2e.sh)`);
+    missing.push(...missingChromium());
+    return {...(codeServer != null ? {codeServer} : {}), missing};
 }
 
 /**
- * For `test(name, {skip: e2eSkipReason()}, fn)`: a reason to skip when code-server or Chromium is
- * missing on a developer's machine; in CI (CI=true) never skips, so the test fails instead (call
- * `assertE2EPrerequisites()` first thing in the test).
+ * For `describe(suite, {skip: e2eSkipReason(suite)}, …)`: on a developer's machine a loud skip when a
+ * prerequisite is missing; in CI (CI=true) never skips, so the suite fails instead (call
+ * `assertE2EPrerequisites()` first thing).
  */
-export function e2eSkipReason(): string | false {
-    const {missing} = e2ePrerequisites();
-    if (missing.length === 0 || isCI)
-        return false;
-    return `e2e prerequisites missing: ${missing.join("; ")}. Install them with: bash .ci/install-e2e.sh`;
+export function e2eSkipReason(suite: string): string | false {
+    return skipReason(suite, e2ePrerequisites().missing);
 }
 
 export function assertE2EPrerequisites(): {codeServer: string, chromium: string} {
-    const {codeServer, chromium: chromiumPath, missing} = e2ePrerequisites();
-    if (codeServer == null || chromiumPath == null)
-        throw new Error(`e2e prerequisites missing: ${missing.join("; ")}. Run: bash .ci/install-e2e.sh`);
+    const {codeServer, missing} = e2ePrerequisites();
+    if (codeServer == null || missing.length > 0)
+        throw new Error(`e2e prerequisites missing: ${missing.join("; ")}`);
     return {codeServer, chromium: chromiumPath};
 }
 

@@ -25,8 +25,6 @@ import {
     fixtureVsix, runCommand, screenshot, startCodeServer, waitForNotification, webviewFrame, type BrowserSession, type CodeServer
 } from "./codeServer.js";
 
-const mainFile = path.join(repoRoot, "dist", "extension.js");
-const skip = !fs.existsSync(mainFile) ? "dist/extension.js is not built (npm run build)" : e2eSkipReason();
 
 async function tileValue(frame: FrameLocator, metric: string): Promise<number> {
     const text = (await frame.locator(`[data-metric="${metric}"]`).first().textContent()) ?? "";
@@ -88,6 +86,7 @@ async function drawnPixels(frame: FrameLocator, chart: string): Promise<number> 
 }
 
 const suiteName = "e2e: the extension in VS Code (code-server) from the VSIX";
+const skip = e2eSkipReason(suiteName);
 if (skip !== false)
     it(suiteName, {skip}, () => undefined);
 else describe(suiteName, {timeout: 15 * 60_000}, () => {

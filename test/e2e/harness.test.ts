@@ -4,8 +4,8 @@
  * headless Chromium, finds the extension's commands in the palette, activates it, and reaches a
  * webview's content. Kept generic: the extension's commands are still being written.
  *
- * Skips when dist/extension.js is not built, or, on a developer's machine, when code-server or
- * Chromium is missing (`bash .ci/install-e2e.sh`); in CI (CI=true) missing prerequisites fail.
+ * On a developer's machine skips loudly when dist/extension.js is not built or code-server or Chromium
+ * is missing (`bash .ci/install-e2e.sh`); in CI (CI=true) missing prerequisites fail.
  */
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
@@ -30,12 +30,8 @@ const fullTitle = (command: ContributedCommand) => command.category != null ? `$
 const alwaysInPalette = commands.filter((command) =>
     !(manifest.contributes?.menus?.commandPalette ?? []).some((entry) => entry.command === command.command && entry.when != null));
 
-const mainFile = path.join(repoRoot, manifest.main);
-const skip = !fs.existsSync(mainFile)
-    ? `${path.relative(repoRoot, mainFile)} is not built yet (npm run build): nothing to package`
-    : e2eSkipReason();
-
 const suiteName = "e2e harness: packaged extension in code-server";
+const skip = e2eSkipReason(suiteName);
 if (skip !== false)
     it(suiteName, {skip}, () => undefined);
 else describe(suiteName, {timeout: 10 * 60_000}, () => {
@@ -59,7 +55,7 @@ else describe(suiteName, {timeout: 10 * 60_000}, () => {
     }
 
     before(async () => {
-        assertE2EPrerequisites(); // in CI a missing code-server / Chromium fails here instead of skipping
+        assertE2EPrerequisites(); // in CI a missing build, code-server or Chromium fails here instead of skipping
         const vsixPath = ensureVsix();
         lap(`VSIX ${(fs.statSync(vsixPath).size / 1024 / 1024).toFixed(1)} MiB`);
         workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-workspace-"));

@@ -1,32 +1,40 @@
 /**
- * Debian's Chromium through playwright-core, for the panel tests. Where /usr/bin/chromium is missing
- * the tests skip with a message — except on CI (`CI=true`), where they fail.
+ * Debian's Chromium through playwright-core, for the panel tests and the e2e suites: one place that
+ * says where Chromium is (`INFERENCE_MONITOR_CHROMIUM`, else /usr/bin/chromium). Where it is missing
+ * the tests skip loudly — except on CI (`CI=true`), where they fail.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {chromium, type BrowserContext} from "playwright-core";
+import {skipReason} from "../helpers/prerequisites.js";
 
-export const chromiumPath = process.env.INFERENCE_MONITOR_CHROMIUM ?? "/usr/bin/chromium";
+/** The one environment variable naming Chromium for every test suite. */
+export const chromiumPathVariable = "INFERENCE_MONITOR_CHROMIUM";
+export const chromiumPath = process.env[chromiumPathVariable] ?? "/usr/bin/chromium";
+
+/** What is missing for Chromium, for a skip reason or an error. */
+export function missingChromium(): string[] {
+    return fs.existsSync(chromiumPath) ? [] : [`Chromium at ${chromiumPath} (install Debian's chromium with bash .ci/install-e2e.sh, or set ${chromiumPathVariable})`];
+}
 
 export const chromiumArgs = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--no-first-run", "--disable-quic"
 ];
 
-/** `false` when Chromium is there (or on CI: then a missing one fails the test); else the skip message. */
-export function chromiumSkipReason(): string | false {
-    if (fs.existsSync(chromiumPath) || process.env.CI === "true")
-        return false;
-    return `${chromiumPath} not found: install Debian's chromium (bash .ci/install-e2e.sh) to run the panel tests`;
+/** `false` when Chromium is there (or on CI: then a missing one fails the test); else the skip message, printed. */
+export function chromiumSkipReason(suite = "panel tests in Chromium"): string | false {
+    return skipReason(suite, missingChromium());
 }
 
 export type LaunchedBrowser = {context: BrowserContext, close(): Promise<void>};
 
 /** A fresh browser with a new, empty profile (deleted on close). */
 export async function launchChromium(options: {colorScheme?: "light" | "dark", viewport?: {width: number, height: number}} = {}): Promise<LaunchedBrowser> {
-    if (!fs.existsSync(chromiumPath))
-        throw new Error(`${chromiumPath} not found (CI=true: the panel tests must run; install chromium with bash .ci/install-e2e.sh)`);
+    const missing = missingChromium();
+    if (missing.length > 0)
+        throw new Error(`missing ${missing.join("; ")}`);
     const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-chromium-"));
     const context = await chromium.launchPersistentContext(userDataDir, {
         executablePath: chromiumPath, args: chromiumArgs, headless: true, acceptDownloads: true,
