@@ -1,4 +1,4 @@
-// Runs the test files given (default: all of test/**/*.test.ts) with node's test runner and tsx,
+// Runs the test files given (default: all of test/**/*.test.ts but test/gpu) with node's test runner and tsx,
 // one file at a time: the machine has two cores and the engine tests measure timing.
 import {spawnSync} from "node:child_process";
 import fs from "node:fs";
@@ -17,7 +17,11 @@ function findTests(dir) {
 const args = process.argv.slice(2);
 const flags = args.filter((arg) => arg.startsWith("--"));
 const given = args.filter((arg) => !arg.startsWith("--"));
-const files = (given.length > 0 ? given.flatMap((p) => fs.statSync(p).isDirectory() ? findTests(p) : [p]) : findTests("test")).sort();
+// test/gpu needs a GPU: it runs only when named (npm run test:gpu), never in the default run.
+const gpuTests = path.join("test", "gpu");
+const files = (given.length > 0
+    ? given.flatMap((p) => fs.statSync(p).isDirectory() ? findTests(p) : [p])
+    : findTests("test").filter((file) => !file.startsWith(gpuTests + path.sep))).sort();
 // Suites skipped for a missing prerequisite (test/helpers/prerequisites.ts) add a line here, listed at the end.
 const skipLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-skips-")), "skipped.txt");
 const result = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", ...flags, ...files], {

@@ -15,6 +15,7 @@ import type {RequestResult} from "../../extension/host/engineClient/requestState
 import type {ReceivedSnapshot} from "../../extension/host/engineClient/statsChannelServer.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {tinyModelPath} from "../helpers/testModels.js";
+import {expectedBackend} from "../helpers/expectedBackend.js";
 
 const prompt = "Once upon a time there was a little robot";
 
@@ -51,9 +52,10 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             await client.stop();
         });
 
-        test("reports backend, model metadata and a CPU backend here", () => {
+        test("reports the backend node-llama-cpp picks here (CPU or a GPU), model metadata and its settings", () => {
             const info = client.info!;
-            assert.equal(info.backend, "cpu");
+            assert.equal(info.backend, expectedBackend());
+            assert.equal(info.gpuDevices.length === 0, info.backend === "cpu");
             assert.equal(info.model.architecture, "llama");
             assert.ok(info.model.parameterCount > 500_000 && info.model.parameterCount < 2_000_000, String(info.model.parameterCount));
             assert.equal(info.parallel, 4);

@@ -1,0 +1,87 @@
+/**
+ * `npm run test:gpu`: proves the engine offloads to a GPU where node-llama-cpp finds one (CUDA, Vulkan
+ * or Metal, prebuilt binaries): runs `inference-monitor demo` as a user would and checks that the
+ * dashboard's header names the GPU backend, the VRAM gauge on /metrics is above zero and is read again
+ * under load, and the periodic log line says "GPU KV cache usage" (vLLM's wording, "KV cache usage" on
+ * the CPU). Not part of `npm test`: on a machine without a GPU it skips, loudly.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import type {ChildProcess} from "node:child_process";
+import {backendHeaderNames, expectedBackend} from "../helpers/expectedBackend.js";
+import {skipReason} from "../helpers/prerequisites.js";
+import {runCli, type CliRun} from "../helpers/runCli.js";
+import {freeLoopbackPort} from "../../scripts/llamaServer.js";
+import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "../webview/chromium.js";
+
+const backend = expectedBackend();
+const suite = "GPU offload (npm run test:gpu)";
+const skip = skipReason(suite, backend === "cpu" ? ["a GPU: node-llama-cpp's prebuilt binaries found no CUDA, Vulkan or Metal device here"] : [])
+    || chromiumSkipReason(suite);
+
+/** vllm:vram_used_bytes from the Prometheus text. */
+function vramUsed(metrics: string): number {
+    const line = metrics.split("\n").find((l) => l.startsWith("vllm:vram_used_bytes"));
+    assert.ok(line !== undefined, "no vllm:vram_used_bytes on /metrics");
+    return Number(line.slice(line.lastIndexOf(" ") + 1));
+}
+
+describe(suite, {skip, timeout: 5 * 60_000}, () => {
+    let run: Promise<CliRun>;
+    let child: ChildProcess | undefined;
+    let dashboardUrl = "";
+    let browser: LaunchedBrowser;
+    let metricsPort = 0;
+    const vramSamples: number[] = [];
+
+    before(async () => {
+        metricsPort = await freeLoopbackPort();
+        let ready: () => void = () => undefined;
+        const engineReady = new Promise<void>((resolve) => ready = resolve);
+        run = runCli(["demo", "--duration", "40", "--rate", "6", "--log-interval", "2", "--prometheus-port", String(metricsPort)], {
+            timeoutMs: 4 * 60_000,
+            onStdout: (text, process) => {
+                child = process;
+                dashboardUrl = /Dashboard: (\S+)/.exec(text)?.[1] ?? "";
+                if (text.includes("Engine ready:"))
+                    ready();
+            }
+        });
+        await Promise.race([engineReady, run.then((result) => assert.fail(`demo exited early: ${result.stderr}`))]);
+        browser = await launchChromium();
+    });
+    after(async () => {
+        await browser?.close();
+        child?.kill("SIGINT");
+        await run;
+    });
+
+    test(`the header names the ${backendHeaderNames[backend]} backend and a GPU`, async () => {
+        const page = await browser.context.newPage();
+        await page.goto(dashboardUrl);
+        await page.waitForFunction(() => document.querySelector("[data-field='backend']")?.textContent !== "–", undefined, {timeout: 30_000});
+        const header = await page.$$eval("[data-field]", (elements) => Object.fromEntries(elements.map((e) => [(e as HTMLElement).dataset.field!, e.textContent])));
+        assert.equal(header.backend, backendHeaderNames[backend]);
+        assert.notEqual(header.gpu, "none");
+        assert.match(header.vram!, /\d/);
+    });
+
+    test("the VRAM gauge is above zero and keeps being read under load", async () => {
+        const deadline = Date.now() + 15_000;
+        while (Date.now() < deadline) {
+            const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+            vramSamples.push(vramUsed(await response.text()));
+            await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+        assert.ok(vramSamples.every((bytes) => bytes > 0), `VRAM used samples: ${vramSamples.join(", ")}`);
+        // The engine re-reads VRAM every few seconds; over 15 s of load the gauge changes at least once.
+        assert.ok(new Set(vramSamples).size > 1, `VRAM used never moved under load: ${vramSamples.join(", ")}`);
+    });
+
+    test("the periodic log line speaks of the GPU KV cache", async () => {
+        child?.kill("SIGINT");
+        const result = await run;
+        assert.match(result.stdout, /GPU KV cache usage: \d+\.\d%/);
+        assert.match(result.stdout, new RegExp(`Engine ready: .*, ${backend.toUpperCase()},`));
+    });
+});
