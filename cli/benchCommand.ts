@@ -23,7 +23,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         return await benchHttp(options, options.http, io);
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
-        io.stdout(`${formatBenchTable(run.metrics)}\n`);
+        io.stdout(`${formatBenchTable(run.metrics, run.clientQueue)}\n`);
         io.stdout(`Engine: ${run.info.backend.toUpperCase()} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
             `prefix cache ${run.info.prefixCache ? "on" : "off"}\n`);
         if (run.statsAgreement !== undefined)
@@ -31,6 +31,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         if (options.jsonPath !== undefined) {
             const json = {
                 ...run.metrics,
+                ...run.clientQueue,
                 stats: options.stats ? "on" : "off",
                 mode: options.mode === "inProcess" ? "in-process" : "process",
                 prefix_cache: run.info.prefixCache ? "on" : "off",
@@ -38,6 +39,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 model_path: run.info.model.path,
                 backend: run.info.backend,
                 num_prompts: options.numPrompts,
+                num_warmups: options.numWarmups,
                 input_len: options.inputLen,
                 prefix_len: options.prefixLen,
                 output_len: options.outputLen,
@@ -76,8 +78,8 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
         }
         throw error;
     }
-    const {metrics, results, target} = run;
-    io.stdout(`${formatBenchTable(metrics)}\n`);
+    const {metrics, clientQueue, results, target} = run;
+    io.stdout(`${formatBenchTable(metrics, clientQueue)}\n`);
     io.stdout(`Server: ${target.endpointUrl} · model ${target.model}\n`);
     const withoutUsage = results.filter((r) => (r.reason === "stop" || r.reason === "length") && !r.usage).length;
     if (withoutUsage > 0)
@@ -89,12 +91,14 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
     if (options.jsonPath !== undefined) {
         const json = {
             ...metrics,
+            ...clientQueue,
             base_url: target.baseUrl,
             endpoint: target.endpoint,
             resent_requests: target.resentRequests,
             cache_prompt: http.cachePrompt ?? null,
             model_name: target.model,
             num_prompts: options.numPrompts,
+            num_warmups: options.numWarmups,
             input_len: options.inputLen,
             prefix_len: options.prefixLen,
             output_len: options.outputLen,

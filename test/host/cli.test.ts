@@ -14,6 +14,7 @@ import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
 import {rawDataToString} from "../../extension/host/net/rawData.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
+import {assertBenchResult, assertTableMatches} from "./benchResultChecks.js";
 
 type Run = {code: number | null, stdout: string, stderr: string};
 
@@ -48,30 +49,33 @@ async function busyPort(): Promise<{port: number, close: () => void}> {
 describe("inference-monitor bench", () => {
     for (const mode of ["process", "in-process"] as const)
         for (const stats of ["on", "off"] as const)
-            test(`${mode}, stats ${stats}: vLLM's table and result keys; StatsManager's totals agree with the client`, async () => {
+            test(`${mode}, stats ${stats}: vLLM's table and result keys, consistent; warm-ups in no metric; StatsManager's totals agree with the client`, async () => {
                 const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-bench-")), "result.json");
                 const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "6", "--input-len", "8", "--output-len", "9",
-                    "--max-concurrency", "3", "--stats", stats, "--stats-interval-ms", "200", "--json", json,
+                    "--max-concurrency", "3", "--request-rate", "40", "--num-warmups", "2", "--stats", stats, "--stats-interval-ms", "200", "--json", json,
                     ...(mode === "in-process" ? ["--in-process", "--prefix-cache", "off"] : [])]);
                 assert.equal(run.code, 0, run.stderr);
                 assert.match(run.stdout, /Serving Benchmark Result/);
                 assert.match(run.stdout, /Successful requests:\s+6\n/);
                 assert.match(run.stdout, /Total generated tokens:\s+54\n/);
+                assert.match(run.stdout, /Client-side Queueing/);
                 const result = JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>;
-                for (const key of ["completed", "failed", "duration", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
-                    "total_token_throughput", ...["ttft", "tpot", "itl", "e2el"].flatMap((m) => [`mean_${m}_ms`, `median_${m}_ms`, `p99_${m}_ms`])])
-                    assert.equal(typeof result[key], "number", key);
+                assertBenchResult(result, {numPrompts: 6, outputLen: 9, queue: true});
+                assertTableMatches(run.stdout, result);
                 assert.equal(result.completed, 6);
                 assert.equal(result.failed, 0);
                 assert.equal(result.total_output_tokens, 54);
-                assert.ok((result.median_ttft_ms as number) > 0 && (result.median_itl_ms as number) > 0);
+                assert.equal(result.num_warmups, 2);
+                assert.equal(result.request_rate, 40);
+                assert.equal(result.max_concurrency, 3);
                 assert.equal(result.stats, stats);
                 assert.equal(result.mode, mode);
                 assert.equal(result.prefix_cache, mode === "in-process" ? "off" : "on");
                 assert.equal(result.backend, "cpu");
                 if (stats === "on") {
                     assert.equal(result.stats_agree, true);
-                    assert.match(run.stdout, /stats totals agree with the client: 6 requests/);
+                    // The engine served the 2 warm-ups too: 8 requests of 9 tokens.
+                    assert.match(run.stdout, /stats totals agree with the client: 8 requests \(2 of them warm-ups\), \d+ prompt and 72 generated tokens/);
                 } else {
                     assert.equal(result.stats_agree, null);
                     assert.doesNotMatch(run.stdout, /stats totals/);
@@ -79,7 +83,7 @@ describe("inference-monitor bench", () => {
             });
 
     test("bad flags and values: usage and exit code 2", async () => {
-        for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"],
+        for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"], ["bench", "--num-warmups", "-1"],
             ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
             ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {

@@ -83,8 +83,24 @@ export function computeBenchMetrics(results: readonly BenchResult[], durationS: 
     };
 }
 
-/** The table vLLM's serving benchmark prints. */
-export function formatBenchTable(m: BenchMetrics): string {
+/** vLLM's client-side queueing keys (reported with --max-concurrency): how long requests waited for a slot. */
+export type ClientQueueMetrics = {mean_client_queue_time_ms: number, median_client_queue_time_ms: number, p99_client_queue_time_ms: number};
+
+/**
+ * vLLM's `client_queue_time` of the completed requests: send (`arrival`) − scheduled arrival
+ * (`arrivalsMs[i]`, aligned with `results`); 0s when none completed.
+ */
+export function computeClientQueueMetrics(results: readonly BenchResult[], arrivalsMs: readonly number[]): ClientQueueMetrics {
+    const waits = results.flatMap((r, i) => r.reason === "stop" || r.reason === "length" ? [r.arrival - arrivalsMs[i]!] : []);
+    return {
+        mean_client_queue_time_ms: mean(waits),
+        median_client_queue_time_ms: percentile(waits, 50),
+        p99_client_queue_time_ms: percentile(waits, 99)
+    };
+}
+
+/** The table vLLM's serving benchmark prints; with `queue`, its "Client-side Queueing" section. */
+export function formatBenchTable(m: BenchMetrics, queue?: ClientQueueMetrics): string {
     const line = (label: string, value: number | string) =>
         `${label.padEnd(40)}${typeof value === "number" ? value.toFixed(2).padStart(10) : String(value).padStart(10)}`;
     const section = (title: string) => title.padStart(25 + title.length / 2, "-").padEnd(50, "-");
@@ -114,6 +130,12 @@ export function formatBenchTable(m: BenchMetrics): string {
         line("Mean E2EL (ms):", m.mean_e2el_ms),
         line("Median E2EL (ms):", m.median_e2el_ms),
         line("P99 E2EL (ms):", m.p99_e2el_ms),
+        ...(queue === undefined ? [] : [
+            section("Client-side Queueing"),
+            line("Mean Client Queue Time (ms):", queue.mean_client_queue_time_ms),
+            line("Median Client Queue Time (ms):", queue.median_client_queue_time_ms),
+            line("P99 Client Queue Time (ms):", queue.p99_client_queue_time_ms)
+        ]),
         "=================================================="
     ].join("\n");
 }

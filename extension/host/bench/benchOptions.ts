@@ -8,6 +8,8 @@ export type BenchOptions = {
     modelPath?: string,
     demoModelSize: DemoModelSize,
     numPrompts: number,
+    /** Requests sent before the measured ones and counted in no metric (vLLM's `--num-warmups`): copies of the first request. */
+    numWarmups: number,
     inputLen: number,
     /** A prefix of about this many tokens shared by every prompt, before its own `inputLen` (vLLM's `--random-prefix-len`). */
     prefixLen: number,

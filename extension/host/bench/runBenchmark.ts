@@ -1,19 +1,24 @@
+import {nowMs} from "../../../common/clock.js";
 import {Xoshiro128} from "../../../common/seededRandom.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {StatsSession} from "../stats/statsSession.js";
-import {computeBenchMetrics, type BenchMetrics, type BenchResult} from "./benchMetrics.js";
+import {computeBenchMetrics, computeClientQueueMetrics, type BenchMetrics, type BenchResult, type ClientQueueMetrics} from "./benchMetrics.js";
 import type {BenchOptions} from "./benchOptions.js";
 import {OpenAiHttpTarget, type HttpRequestResult, type HttpTargetOptions} from "./openaiHttpTarget.js";
 import {ProgressBar} from "./progressBar.js";
-import {benchTemperature, makePrompt, nextArrivalGapS, type BenchTarget} from "./workload.js";
+import {arrivalTimesS, benchTemperature, makePrompt, type BenchRequest, type BenchTarget} from "./workload.js";
 
 export type StatsAgreement = {ok: boolean, detail: string};
 
 export type BenchRun = {
     metrics: BenchMetrics,
+    /** With a finite --max-concurrency, as vLLM: how long requests waited for a slot. */
+    clientQueue?: ClientQueueMetrics,
     results: RequestResult[],
+    /** The warm-up requests' results (in no metric). */
+    warmups: RequestResult[],
     info: EngineInfo,
     /** With stats on: whether StatsManager's totals equal the client's own counts. */
     statsAgreement?: StatsAgreement
@@ -42,11 +47,11 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     try {
         if (options.stats)
             session = await io.createStatsSession(client, options);
-        const {results, durationS} = await runWithProgress(engineTarget(client), options, io);
-        const metrics = computeBenchMetrics(results, durationS);
-        const run: BenchRun = {metrics, results, info};
+        const workload = await runWithProgress(engineTarget(client), options, io);
+        const {results, warmups} = workload;
+        const run: BenchRun = {...measure(workload, options), results, warmups, info};
         if (session !== undefined)
-            run.statsAgreement = checkAgreement(session, results);
+            run.statsAgreement = checkAgreement(session, results, warmups);
         return run;
     } finally {
         await session?.dispose();
@@ -54,7 +59,13 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     }
 }
 
-export type HttpBenchRun = {metrics: BenchMetrics, results: HttpRequestResult[], target: OpenAiHttpTarget};
+export type HttpBenchRun = {
+    metrics: BenchMetrics,
+    /** With a finite --max-concurrency, as vLLM: how long requests waited for a slot. */
+    clientQueue?: ClientQueueMetrics,
+    results: HttpRequestResult[],
+    target: OpenAiHttpTarget
+};
 
 /**
  * The same benchmark against an OpenAI-compatible server over HTTP (`bench --base-url`): no engine is
@@ -64,8 +75,16 @@ export type HttpBenchRun = {metrics: BenchMetrics, results: HttpRequestResult[],
 export async function runHttpBenchmark(options: BenchOptions, http: HttpTargetOptions,
                                        io: Pick<BenchIo, "stderr">): Promise<HttpBenchRun> {
     const target = await OpenAiHttpTarget.connect(http);
-    const {results, durationS} = await runWithProgress(target, options, io);
-    return {metrics: computeBenchMetrics(results, durationS), results, target};
+    const workload = await runWithProgress(target, options, io);
+    return {...measure(workload, options), results: workload.results, target};
+}
+
+/** vLLM's metrics of a run; client-side queueing only with a concurrency limit, as vLLM reports it. */
+function measure(run: WorkloadRun<BenchResult>, options: BenchOptions): {metrics: BenchMetrics, clientQueue?: ClientQueueMetrics} {
+    const metrics = computeBenchMetrics(run.results, run.durationS);
+    if (!Number.isFinite(options.maxConcurrency))
+        return {metrics};
+    return {metrics, clientQueue: computeClientQueueMetrics(run.results, run.arrivalsMs)};
 }
 
 async function runWithProgress<Result extends BenchResult>(target: BenchTarget<Result>, options: BenchOptions,
@@ -76,12 +95,17 @@ async function runWithProgress<Result extends BenchResult>(target: BenchTarget<R
     return run;
 }
 
-/** A workload's results in sending order, and its wall time from the first send to the last finish. */
-export type WorkloadRun<Result extends BenchResult> = {results: Result[], durationS: number};
+/**
+ * A workload's measured requests in arrival order: their results, when each arrived by the schedule
+ * (`arrivalsMs`, nowMs clock; its result's `arrival` is when it was sent, later when it waited for a
+ * slot), and the wall time from the start of the schedule to the last finish. `warmups`: the results
+ * of the warm-up requests sent before it, in no metric.
+ */
+export type WorkloadRun<Result extends BenchResult> = {results: Result[], arrivalsMs: number[], durationS: number, warmups: Result[]};
 
 /** What a workload sends: vLLM's random dataset shape. */
 export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed"> &
-    Partial<Pick<BenchOptions, "prefixLen">>;
+    Partial<Pick<BenchOptions, "prefixLen" | "numWarmups">>;
 
 /** The engine over IPC as a benchmark target; requests are labelled `bench`. */
 export function engineTarget(client: EngineClient): BenchTarget<RequestResult> {
@@ -97,10 +121,55 @@ export async function runWorkload(client: EngineClient, workload: Workload, onPr
     return await runWorkloadOn(engineTarget(client), workload, onProgress, signal);
 }
 
+/** At most `size` holders at once (Infinity: no limit); the others wait in arrival order, like asyncio.Semaphore. */
+class Slots {
+    private readonly waiting: Array<() => void> = [];
+
+    constructor(private free: number) {}
+
+    async acquire(): Promise<void> {
+        if (this.free > 0) {
+            this.free--;
+            return;
+        }
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+
+    release(): void {
+        const next = this.waiting.shift();
+        if (next !== undefined)
+            next();
+        else
+            this.free++;
+    }
+}
+
+/** Resolves at `atMs` (nowMs clock), or as soon as `signal` aborts. */
+function sleepUntil(atMs: number, signal?: AbortSignal): Promise<void> {
+    const delay = atMs - nowMs();
+    if (delay <= 0 || signal?.aborted === true)
+        return Promise.resolve();
+    return new Promise((resolve) => {
+        const onAbort = () => {
+            clearTimeout(timer);
+            resolve();
+        };
+        const timer = setTimeout(() => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve();
+        }, delay);
+        signal?.addEventListener("abort", onAbort, {once: true});
+    });
+}
+
 /**
- * Sends a workload to a target, the scheduling loop of vLLM's `benchmark_serving.py`: seeded prompts,
- * Poisson arrivals (or all at once), at most `maxConcurrency` in flight, exact output lengths
- * (ignore_eos), request i seeded `seed + i`. Results in sending order.
+ * Sends a workload to a target, the scheduling of vLLM's serving benchmark: seeded prompts; first
+ * `numWarmups` copies of the first request (at most `maxConcurrency` at once, as vLLM's warm-up),
+ * then the measured requests on their Poisson schedule (`arrivalTimesS`: the first at 0, all at once
+ * at an infinite rate), which waiting for a slot never delays; each arrived request waits for one of
+ * `maxConcurrency` slots, then is sent (its latencies count from there). Exact output lengths
+ * (ignore_eos), request i seeded `seed + i`. After `signal` aborts, nothing more is sent and what is
+ * in flight is cancelled.
  */
 export async function runWorkloadOn<Result extends BenchResult>(
     target: BenchTarget<Result>, workload: Workload, onProgress?: (done: number) => void, signal?: AbortSignal
@@ -109,54 +178,71 @@ export async function runWorkloadOn<Result extends BenchResult>(
     const prefixLen = workload.prefixLen ?? 0;
     const prefix = prefixLen > 0 ? `${makePrompt(rng, prefixLen)} ` : "";
     const prompts = Array.from({length: workload.numPrompts}, () => prefix + makePrompt(rng, workload.inputLen));
-    let done = 0;
-    let inFlight = 0;
-    let slotFreed: (() => void) | undefined;
-    const pending: Array<Promise<Result>> = [];
-    const handles: Array<{cancel(): void}> = [];
-    signal?.addEventListener("abort", () => handles.forEach((h) => h.cancel()), {once: true});
-    const aborted = () => signal?.aborted === true;
-    const started = performance.now();
-    for (let i = 0; i < prompts.length && !aborted(); i++) {
-        const gap = nextArrivalGapS(rng, workload.requestRate);
-        if (gap > 0)
-            await new Promise((resolve) => setTimeout(resolve, gap * 1000));
-        while (inFlight >= workload.maxConcurrency)
-            await new Promise<void>((resolve) => {
-                slotFreed = resolve;
-            });
-        if (aborted())
-            break;
-        inFlight++;
-        const handle = target.send({prompt: prompts[i]!, maxTokens: workload.outputLen, seed: workload.seed + i,
-            temperature: benchTemperature});
-        handles.push(handle);
-        pending.push(handle.done.then((result) => {
-            inFlight--;
-            done++;
-            onProgress?.(done);
-            const wake = slotFreed;
-            slotFreed = undefined;
-            wake?.();
+    const schedule = arrivalTimesS(rng, prompts.length, workload.requestRate);
+    const request = (i: number): BenchRequest =>
+        ({prompt: prompts[i]!, maxTokens: workload.outputLen, seed: workload.seed + i, temperature: benchTemperature});
+    const slots = new Slots(workload.maxConcurrency);
+    const handles = new Set<{cancel(): void}>();
+    const cancelAll = () => handles.forEach((handle) => handle.cancel());
+    signal?.addEventListener("abort", cancelAll, {once: true});
+    /** Waits for a slot, sends, frees the slot when done; undefined when aborted before it was sent. */
+    const sendInSlot = async (benchRequest: BenchRequest): Promise<Result | undefined> => {
+        await slots.acquire();
+        try {
+            if (signal?.aborted === true)
+                return undefined;
+            const handle = target.send(benchRequest);
+            handles.add(handle);
+            const result = await handle.done;
+            handles.delete(handle);
             return result;
-        }));
+        } finally {
+            slots.release();
+        }
+    };
+    try {
+        const warmups = await Promise.all(Array.from({length: workload.numWarmups ?? 0}, () => sendInSlot(request(0))));
+        let done = 0;
+        const pending: Array<Promise<{result: Result | undefined, arrivedMs: number}>> = [];
+        const started = nowMs();
+        for (let i = 0; i < prompts.length; i++) {
+            await sleepUntil(started + schedule[i]! * 1000, signal);
+            if (signal?.aborted === true)
+                break;
+            const arrivedMs = nowMs();
+            pending.push(sendInSlot(request(i)).then((result) => {
+                if (result !== undefined)
+                    onProgress?.(++done);
+                return {result, arrivedMs};
+            }));
+        }
+        const sent = (await Promise.all(pending)).flatMap(({result, arrivedMs}) => result !== undefined ? [{result, arrivedMs}] : []);
+        return {
+            results: sent.map((s) => s.result), arrivalsMs: sent.map((s) => s.arrivedMs), durationS: (nowMs() - started) / 1000,
+            warmups: warmups.filter((result) => result !== undefined)
+        };
+    } finally {
+        signal?.removeEventListener("abort", cancelAll);
     }
-    const results = await Promise.all(pending);
-    return {results, durationS: (performance.now() - started) / 1000};
 }
 
-/** StatsManager is the source of truth for the panel: its totals must equal what the client counted. */
-function checkAgreement(session: StatsSession, results: RequestResult[]): StatsAgreement {
+/**
+ * StatsManager is the source of truth for the panel: its totals must equal what the client counted,
+ * warm-up requests included (the engine served them too).
+ */
+function checkAgreement(session: StatsSession, results: RequestResult[], warmups: RequestResult[]): StatsAgreement {
     const totals = session.totals();
+    const all = [...warmups, ...results];
     const expected = {
-        promptTokens: results.reduce((sum, r) => sum + r.promptTokens, 0),
-        generationTokens: results.reduce((sum, r) => sum + r.generatedTokens, 0),
-        finished: results.length
+        promptTokens: all.reduce((sum, r) => sum + r.promptTokens, 0),
+        generationTokens: all.reduce((sum, r) => sum + r.generatedTokens, 0),
+        finished: all.length
     };
     const mismatches = (Object.keys(expected) as Array<keyof typeof expected>)
         .filter((key) => totals[key] !== expected[key])
         .map((key) => `${key}: stats ${totals[key]} vs client ${expected[key]}`);
     return mismatches.length === 0
-        ? {ok: true, detail: `stats totals agree with the client: ${expected.finished} requests, ${expected.promptTokens} prompt and ${expected.generationTokens} generated tokens`}
+        ? {ok: true, detail: `stats totals agree with the client: ${expected.finished} requests${warmups.length > 0 ? ` (${warmups.length} of them warm-ups)` : ""}, ` +
+            `${expected.promptTokens} prompt and ${expected.generationTokens} generated tokens`}
         : {ok: false, detail: `stats totals DISAGREE with the client: ${mismatches.join("; ")}`};
 }

@@ -43,3 +43,20 @@ export function nextArrivalGapS(rng: Xoshiro128, rate: number): number {
         return 0;
     return -Math.log(1 - nextUnit(rng)) / rate;
 }
+
+/**
+ * When each of `count` requests arrives, in seconds from the start of the run, as vLLM's serving
+ * benchmark schedules them: the first at 0, each next one a Poisson gap (`nextArrivalGapS`) after the
+ * one before; all at 0 when the rate is infinite. Fixed in advance: a request that waits for a
+ * concurrency slot is sent late, but the arrivals after it keep their times.
+ */
+export function arrivalTimesS(rng: Xoshiro128, count: number, rate: number): number[] {
+    const times: number[] = [];
+    let t = 0;
+    for (let i = 0; i < count; i++) {
+        if (i > 0)
+            t += nextArrivalGapS(rng, rate);
+        times.push(t);
+    }
+    return times;
+}
