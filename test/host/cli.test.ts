@@ -13,6 +13,7 @@ import {describe, test} from "node:test";
 import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
 import {rawDataToString} from "../../extension/host/net/rawData.js";
+import {expectedBackend} from "../helpers/expectedBackend.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 import {assertBenchResult, assertTableMatches} from "./benchResultChecks.js";
 
@@ -71,7 +72,7 @@ describe("inference-monitor bench", () => {
                 assert.equal(result.stats, stats);
                 assert.equal(result.mode, mode);
                 assert.equal(result.prefix_cache, mode === "in-process" ? "off" : "on");
-                assert.equal(result.backend, "cpu");
+                assert.equal(result.backend, expectedBackend());
                 if (stats === "on") {
                     assert.equal(result.stats_agree, true);
                     // The engine served the 2 warm-ups too: 8 requests of 9 tokens.

@@ -228,14 +228,16 @@ export async function runWorkloadOn<Result extends BenchResult>(
 
 /**
  * StatsManager is the source of truth for the panel: its totals must equal what the client counted,
- * warm-up requests included (the engine served them too).
+ * warm-up requests included (the engine served them too). Generated tokens are the client's own
+ * count, the tokens it received in the stream, not the count on the same `finished` event the stats
+ * read, so a miscounted event cannot agree with itself.
  */
 function checkAgreement(session: StatsSession, results: RequestResult[], warmups: RequestResult[]): StatsAgreement {
     const totals = session.totals();
     const all = [...warmups, ...results];
     const expected = {
         promptTokens: all.reduce((sum, r) => sum + r.promptTokens, 0),
-        generationTokens: all.reduce((sum, r) => sum + r.generatedTokens, 0),
+        generationTokens: all.reduce((sum, r) => sum + r.deliveries.reduce((delivered, d) => delivered + d.tokens, 0), 0),
         finished: all.length
     };
     const mismatches = (Object.keys(expected) as Array<keyof typeof expected>)
