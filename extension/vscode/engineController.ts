@@ -1,4 +1,5 @@
 import * as vscode from "vscode";
+import {CrashRestarter, type CrashRestartEvent} from "../host/engineClient/crashRestarter.js";
 import {EngineClient} from "../host/engineClient/engineClient.js";
 import type {EngineInfo} from "../../protocol/engineMessages.js";
 import type {MetricsBody} from "../host/stats/loggers/metricsHttpServer.js";
@@ -32,6 +33,18 @@ export class EngineController implements vscode.Disposable {
     /** Fires when the engine starts, stops, crashes or its info changes. */
     readonly onDidChange = this.changeEmitter.event;
     private readonly disposables: vscode.Disposable[] = [];
+    /** Restarts a crashed engine with a growing delay; gives up, with one notification, after a few crashes. */
+    private readonly restarter = new CrashRestarter({
+        restart: async () => {
+            if (this.lastChoice === undefined || !await this.launch(this.lastChoice, true))
+                throw new Error(this.lastStartError ?? "the engine did not start");
+        },
+        onEvent: (event) => void this.onRestartEvent(event)
+    });
+    /** Why the last start failed, for the restarter's report. */
+    private lastStartError: string | undefined;
+    /** How the current engine last exited (exit code or signal), for the crash report. */
+    private lastExit = "";
 
     constructor(private readonly context: vscode.ExtensionContext, private readonly log: vscode.LogOutputChannel) {
         const settings = readSettings();
@@ -85,7 +98,18 @@ export class EngineController implements vscode.Disposable {
 
     /** Starts the engine on `choice`, replacing a running one. Shows progress; errors become notifications. */
     async start(choice: ModelChoice): Promise<boolean> {
+        this.restarter.reset();
+        return await this.launch(choice, false);
+    }
+
+    /**
+     * Starts an engine on `choice`. `automatic`: a restart after a crash — its failure goes to the
+     * restarter (which reports once when it gives up), not to a notification of its own. A start
+     * superseded by a stop or another start ends quietly.
+     */
+    private async launch(choice: ModelChoice, automatic: boolean): Promise<boolean> {
         this.active = true;
+        this.lastStartError = undefined;
         await this.stopClient();
         const settings = readSettings();
         this.lastChoice = choice;
@@ -96,11 +120,12 @@ export class EngineController implements vscode.Disposable {
         client.observe({
             onLog: (level, message) => this.log[level](`engine: ${message}`),
             onRejected: (rejected) => this.log.warn(`rejected ${rejected.source} message: ${rejected.reason}`),
+            onEngineExit: (exit) => this.lastExit = exit.description,
             onEngineState: (state) => {
                 void this.updateContextKeys();
                 this.changeEmitter.fire();
                 if (state === "crashed" && this.client === client)
-                    void this.onCrash();
+                    this.restarter.crashed(`the engine exited (${this.lastExit})`);
             }
         });
         this.log.info(`Starting ${choice.label} (${describeSettings(settings)})`);
@@ -134,14 +159,21 @@ export class EngineController implements vscode.Disposable {
             this.changeEmitter.fire();
             return true;
         } catch (error) {
-            if (this.client === client) {
-                this.client = undefined;
-                this.active = false;
-                await this.updateContextKeys();
-                this.changeEmitter.fire();
-            }
             const message = errorMessage(error);
+            if (this.client !== client) {
+                // Stopped while loading, or another start replaced this one: nothing failed.
+                this.log.info(`Start of ${choice.label} ended before the model loaded: ${firstLine(message)}`);
+                return false;
+            }
+            this.client = undefined;
+            this.active = automatic;
+            await this.updateContextKeys();
+            this.changeEmitter.fire();
             this.log.error(`Could not start ${choice.label}: ${message}`);
+            if (automatic) {
+                this.lastStartError = firstLine(message);
+                return false;
+            }
             const action = await vscode.window.showErrorMessage(`Inference Monitor: could not start ${choice.label}: ${firstLine(message)}`, "Show Log");
             if (action === "Show Log")
                 this.log.show(true);
@@ -156,6 +188,7 @@ export class EngineController implements vscode.Disposable {
     }
 
     async stop(): Promise<void> {
+        this.restarter.reset();
         const wasActive = this.active;
         this.active = false;
         await this.stopClient();
@@ -178,15 +211,29 @@ export class EngineController implements vscode.Disposable {
 
     async dispose(): Promise<void> {
         await this.stop();
+        this.restarter.dispose();
         await this.pipeline.dispose();
         for (const disposable of this.disposables)
             disposable.dispose();
         this.changeEmitter.dispose();
     }
 
-    private async onCrash(): Promise<void> {
-        const action = await vscode.window.showErrorMessage("Inference Monitor: the engine exited unexpectedly. Requests in flight were ended as failed.",
-            "Restart Engine", "Show Log");
+    private async onRestartEvent(event: CrashRestartEvent): Promise<void> {
+        if (event.kind === "scheduled") {
+            this.log.warn(`${event.crash}; requests in flight were ended as failed. Restarting in ${formatDuration(event.delayMs)} ` +
+                `(automatic restart ${event.attempt} of ${event.maxRestarts}).`);
+            return;
+        }
+        if (event.kind === "restarted") {
+            this.log.info(`Engine restarted after a crash (automatic restart ${event.attempt}).`);
+            return;
+        }
+        this.active = false;
+        this.changeEmitter.fire();
+        const summary = `the engine crashed ${event.crashes} times within ${formatDuration(event.windowMs)}, so it is not restarted again. ` +
+            `Last: ${event.crash}.`;
+        this.log.error(summary);
+        const action = await vscode.window.showErrorMessage(`Inference Monitor: ${summary}`, "Show Log", "Restart Engine");
         if (action === "Restart Engine")
             await this.restart();
         else if (action === "Show Log")
@@ -203,7 +250,10 @@ export class EngineController implements vscode.Disposable {
         const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "engineMode", "statsIntervalMs"]
             .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
         if (needsRestart && this.client !== undefined) {
-            const action = await vscode.window.showInformationMessage("Inference Monitor: restart the engine to apply the new settings.", "Restart Engine");
+            const loading = this.client.state === "loading";
+            const action = await vscode.window.showInformationMessage(loading
+                ? "Inference Monitor: the model is loading with the previous settings; restart the engine to apply the new ones."
+                : "Inference Monitor: restart the engine to apply the new settings.", "Restart Engine");
             if (action === "Restart Engine")
                 await this.restart();
         }

@@ -372,6 +372,64 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         });
     });
 
+    /** Pids of the engine processes the installed extension spawned (its dist/engineMain.js). */
+    function enginePids(): number[] {
+        const entry = path.join(server!.extensionDir, "dist", "engineMain.js");
+        return fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+            try {
+                return fs.readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0").includes(entry) ? [Number(name)] : [];
+            } catch {
+                return [];
+            }
+        });
+    }
+
+    async function waitForEnginePid(other: number | undefined, timeoutMs = 60_000): Promise<number> {
+        const deadline = Date.now() + timeoutMs;
+        while (Date.now() < deadline) {
+            const pids = enginePids().filter((pid) => pid !== other);
+            if (pids.length === 1)
+                return pids[0]!;
+            await page.waitForTimeout(200);
+        }
+        throw new Error(`no single new engine process (other than ${other}): ${JSON.stringify(enginePids())}`);
+    }
+
+    const couldNotStart = (texts: string[]) => texts.filter((text) => /could not start|crashed/.test(text));
+
+    it("restarts a crashed engine by itself; after four crashes in a row says so once and stops; double starts and a stop while loading stay quiet", async () => {
+        await step("crashRestart", async () => {
+            await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
+            let pid = await waitForEnginePid(undefined);
+            for (let restart = 1; restart <= 3; restart++) {
+                process.kill(pid, "SIGKILL");
+                pid = await waitForEnginePid(pid);
+                await page.locator(".statusbar-item", {hasText: /tok\/s · 0 running/}).first().waitFor({state: "visible", timeout: 60_000});
+                assert.deepEqual(couldNotStart(await notificationTexts(page)), [], `restart ${restart}: no notification, the engine is back`);
+            }
+            process.kill(pid, "SIGKILL");
+            const report = await waitForNotification(page, /the engine crashed 4 times within 5m/, {timeoutMs: 30_000});
+            assert.match(report, /SIGKILL/);
+            await page.waitForTimeout(3000);
+            assert.deepEqual(enginePids(), [], "not restarted after giving up");
+            assert.equal((await notificationTexts(page)).filter((text) => /crashed/.test(text)).length, 1, "one notification");
+
+            await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
+            // Start Model twice in a row: the second replaces the first, nothing fails.
+            await runCommand(page, "Inference Monitor: Start Model…");
+            await runCommand(page, "Inference Monitor: Start Model…");
+            await page.locator(".statusbar-item", {hasText: /tok\/s · 0 running/}).first().waitFor({state: "visible", timeout: 120_000});
+            await page.waitForTimeout(1000);
+            assert.equal(enginePids().length, 1, "one engine");
+            // Stop while loading: no error either.
+            await runCommand(page, "Inference Monitor: Restart Engine");
+            await runCommand(page, "Inference Monitor: Stop Model");
+            await page.waitForTimeout(2000);
+            assert.deepEqual(enginePids(), [], "stopped");
+            assert.deepEqual(couldNotStart(await notificationTexts(page)), [], "no error notifications");
+        });
+    });
+
     async function checkPanel(frame: FrameLocator): Promise<void> {
         const completed = await waitForTile(frame, "completed", (value) => value >= 22);
         assert.ok(completed >= 22, "the API request, the prompt and the 20 benchmark requests completed");
