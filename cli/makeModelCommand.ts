@@ -1,7 +1,15 @@
 /** `inference-monitor make-model --out FILE [options]`: writes a deterministic demo GGUF model (see engine/model/demoModel.ts). */
 import fs from "node:fs/promises";
 import path from "node:path";
-import {demoModelSizes, writeDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
+import {
+    demoChatTemplates,
+    demoModelDtypes,
+    demoModelSizes,
+    writeDemoModel,
+    type DemoChatTemplateName,
+    type DemoModelDtype,
+    type DemoModelSize
+} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {formatBytes, formatDuration} from "../common/format.js";
 import type {CliIo} from "./cliIo.js";
@@ -14,24 +22,28 @@ export const makeModelCommandLine = {
     name: "make-model",
     summary: "write the built-in demo model (a llama-architecture GGUF with seeded random weights)",
     options: {
-        out: {type: "string", short: "o", placeholder: "FILE", required: true,
+        "out": {type: "string", short: "o", placeholder: "FILE", required: true,
             description: "output file (required; written atomically, parent directories are created)"},
-        size: {type: "string", short: "s", placeholder: "SIZE", description: "tiny | small | medium (default: small)"},
-        seed: {type: "string", placeholder: "N",
+        "size": {type: "string", short: "s", placeholder: "SIZE", description: "tiny | small | medium (default: small)"},
+        "seed": {type: "string", placeholder: "N",
             description: "non-negative integer weight seed (default: 0); same seed → identical bytes"},
-        dtype: {type: "string", placeholder: "TYPE", description: "f16 | f32 element type of the weight matrices (default: f16)"}
+        "dtype": {type: "string", placeholder: "TYPE",
+            description: "f16 | f32 | q8_0 | q4_0 storage type of the weight matrices (default: f16; q4_0 keeps output.weight in q8_0)"},
+        "chat-template": {type: "string", placeholder: "NAME|FILE",
+            description: `store a Jinja chat template (tokenizer.chat_template): ${Object.keys(demoChatTemplates).join(" | ")} (built in), or a file`}
     },
     details: ["Sizes:", ...Object.values(demoModelSizes).map((info) => `    ${info.description}`)].join("\n")
 } satisfies CommandLine<CliOptions>;
 
-type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: "f16" | "f32"};
+type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: DemoModelDtype, chatTemplate: string | undefined};
 
 function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.options>): MakeModelOptions {
     return {
         out: values.out!,
         size: choiceValue("size", values.size, sizes, "small"),
         seed: integerValue("seed", values.seed, 0, 0),
-        dtype: choiceValue("dtype", values.dtype, ["f16", "f32"], "f16")
+        dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
+        chatTemplate: values["chat-template"]
     };
 }
 
@@ -42,11 +54,16 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
     const {size, seed, dtype} = commandLine.options;
+    const chatTemplate = await readChatTemplate(commandLine.options.chatTemplate);
+    if (typeof chatTemplate === "object") {
+        stderr(`make-model: cannot read the chat template ${commandLine.options.chatTemplate}: ${chatTemplate.error}\n`);
+        return 2;
+    }
 
     const file = path.resolve(commandLine.options.out);
     const started = performance.now();
     try {
-        await writeDemoModel(file, {size, seed, dtype});
+        await writeDemoModel(file, {size, seed, dtype, chatTemplate});
     } catch (error) {
         stderr(`make-model: failed to write ${file}: ${errorMessage(error)}\n`);
         return 1;
@@ -55,11 +72,24 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const {size: bytes} = await fs.stat(file);
     stdout([
         `Wrote ${file}`,
-        `  model:      demo ${size}, seed ${seed}, ${dtype}`,
+        `  model:      demo ${size}, seed ${seed}, ${dtype}${chatTemplate === undefined ? "" : `, chat template ${commandLine.options.chatTemplate}`}`,
         `  parameters: ${demoModelSizes[size].parameterCount.toLocaleString("en-US")}`,
         `  file size:  ${bytes.toLocaleString("en-US")} bytes (${formatBytes(bytes)})`,
         `  took:       ${formatDuration(tookMs)}`,
         ""
     ].join("\n"));
     return 0;
+}
+
+/** A built-in template's text, a file's text, or why the file could not be read. */
+async function readChatTemplate(nameOrFile: string | undefined): Promise<string | undefined | {error: string}> {
+    if (nameOrFile === undefined)
+        return undefined;
+    if (Object.prototype.hasOwnProperty.call(demoChatTemplates, nameOrFile))
+        return demoChatTemplates[nameOrFile as DemoChatTemplateName];
+    try {
+        return await fs.readFile(nameOrFile, "utf8");
+    } catch (error) {
+        return {error: errorMessage(error)};
+    }
 }

@@ -2,7 +2,8 @@
  * Minimal streaming GGUF v3 writer (little endian).
  *
  * Supports the metadata value kinds a llama-style model needs (strings, integers,
- * floats, bools and arrays of strings / int32 / float32) and F32 / F16 tensors.
+ * floats, bools and arrays of strings / int32 / float32) and F32 / F16 / Q8_0 / Q4_0 tensors
+ * (the two block quantizations encoded as llama.cpp's reference quantizers do).
  * The header (metadata + tensor infos) is built in memory — it is small — while
  * tensor data is produced chunk by chunk by each tensor's source and written
  * straight to the file, so multi-hundred-megabyte files never exist as one Buffer.
@@ -45,11 +46,16 @@ export interface GgufMetadataEntry {
     readonly value: GgufMetadataValue
 }
 
-/** Tensor element types this writer can encode (ggml type ids 0 and 1). */
-export type GgufTensorType = "F32" | "F16";
+/** Tensor element types this writer can encode. */
+export type GgufTensorType = "F32" | "F16" | "Q8_0" | "Q4_0";
 
-const ggmlTypeId: Record<GgufTensorType, number> = {F32: 0, F16: 1};
-const ggmlTypeBytes: Record<GgufTensorType, number> = {F32: 4, F16: 2};
+/** ggml's `enum ggml_type` id, elements per block and bytes per block of each type. */
+const ggmlTypes: Record<GgufTensorType, {readonly id: number, readonly blockSize: number, readonly blockBytes: number}> = {
+    F32: {id: 0, blockSize: 1, blockBytes: 4},
+    F16: {id: 1, blockSize: 1, blockBytes: 2},
+    Q4_0: {id: 2, blockSize: 32, blockBytes: 18},
+    Q8_0: {id: 8, blockSize: 32, blockBytes: 34}
+};
 
 /** Fills `out` with the next `out.length` elements of a tensor (row-major in ggml order). */
 export type TensorChunkSource = (out: Float32Array) => void;
@@ -57,7 +63,10 @@ export type TensorChunkSource = (out: Float32Array) => void;
 export interface GgufTensorSpec {
     /** Tensor name, e.g. `blk.0.attn_q.weight`. */
     readonly name: string,
-    /** Dimensions in ggml order: the innermost (input) dimension first, e.g. `token_embd.weight` is `[E, V]`. */
+    /**
+     * Dimensions in ggml order: the innermost (input) dimension first, e.g. `token_embd.weight` is `[E, V]`.
+     * For Q8_0 / Q4_0 the first must be a multiple of 32 (blocks never cross rows).
+     */
     readonly dims: readonly number[],
     /** On-disk element type. */
     readonly type: GgufTensorType,
@@ -72,7 +81,7 @@ export interface GgufTensorSpec {
 export interface GgufWriteOptions {
     /** Data alignment in bytes (power of two). Default {@link GGUF_DEFAULT_ALIGNMENT} (32); other values add `general.alignment`. */
     readonly alignment?: number,
-    /** Elements generated and written per chunk. Default 1 048 576 (4 MiB of F32 scratch). */
+    /** Elements generated and written per chunk (rounded down to whole blocks, at least one). Default 1 048 576 (4 MiB of F32 scratch). */
     readonly chunkElements?: number
 }
 
@@ -134,13 +143,14 @@ export function computeGgufLayout(
     for (const tensor of tensors) {
         validateTensor(tensor);
         const elementCount = elementCountOf(tensor.dims);
-        const byteLength = elementCount * ggmlTypeBytes[tensor.type];
+        const {id, blockSize, blockBytes} = ggmlTypes[tensor.type];
+        const byteLength = (elementCount / blockSize) * blockBytes;
         dataCursor = alignTo(dataCursor, alignment);
         layouts.push({name: tensor.name, elementCount, offset: dataCursor, byteLength});
         out.str(tensor.name);
         out.u32(tensor.dims.length);
         for (const d of tensor.dims) out.u64(d);
-        out.u32(ggmlTypeId[tensor.type]);
+        out.u32(id);
         out.u64(dataCursor);
         dataCursor += byteLength;
     }
@@ -181,19 +191,21 @@ export async function writeGguf(
     await write(layout.header);
     await padTo(layout.dataOffset);
 
-    const scratch = new Float32Array(chunkElements);
-    const half = new Uint16Array(chunkElements);
+    const maxBlockSize = Math.max(...Object.values(ggmlTypes).map((type) => type.blockSize));
+    const scratch = new Float32Array(Math.max(chunkElements, maxBlockSize));
+    const encoded = Buffer.from(new ArrayBuffer(scratch.length * 4));
     for (let t = 0; t < tensors.length; t++) {
         const tensor = tensors[t];
         const tensorLayout = layout.tensors[t];
         await padTo(layout.dataOffset + tensorLayout.offset);
+        const {blockSize} = ggmlTypes[tensor.type];
+        const step = Math.max(blockSize, chunkElements - (chunkElements % blockSize));
         const source = tensor.createSource();
         for (let done = 0; done < tensorLayout.elementCount;) {
-            const n = Math.min(chunkElements, tensorLayout.elementCount - done);
+            const n = Math.min(step, tensorLayout.elementCount - done);
             const values = scratch.subarray(0, n);
             source(values);
-            const bytes = tensor.type === "F32" ? toLittleEndianBytes(values, 4) : toLittleEndianBytes(encodeF16(values, half.subarray(0, n)), 2);
-            await write(bytes);
+            await write(encodeTensorData(tensor.type, values, encoded));
             done += n;
         }
     }
@@ -201,6 +213,81 @@ export async function writeGguf(
     if (position !== layout.totalBytes)
         throw new Error(`GGUF writer bug: wrote ${position} bytes, layout expects ${layout.totalBytes}`);
     return layout;
+}
+
+/** `values` in the on-disk encoding of `type`, written into `scratch` (at least 4 bytes per value); returns the bytes. */
+function encodeTensorData(type: GgufTensorType, values: Float32Array, scratch: Buffer): Uint8Array {
+    switch (type) {
+        case "F32":
+            return toLittleEndianBytes(values, 4);
+        case "F16": {
+            const half = new Uint16Array(scratch.buffer, scratch.byteOffset, values.length);
+            return toLittleEndianBytes(encodeF16(values, half), 2);
+        }
+        case "Q8_0":
+            return quantizeQ8_0(values, scratch);
+        case "Q4_0":
+            return quantizeQ4_0(values, scratch);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// block quantization (ggml-quants.c: quantize_row_q8_0_ref, quantize_row_q4_0_ref), computed in float32 as C does
+
+const QK = 32;
+const {fround} = Math;
+
+/** C's `roundf`: halves away from zero. */
+function roundHalfAwayFromZero(x: number): number {
+    return x < 0 ? -Math.round(-x) : Math.round(x);
+}
+
+/**
+ * Q8_0: per 32 values, an f16 scale `d = max|x| / 127` then 32 int8 `round(x / d)`; 34 bytes a block.
+ * `values.length` must be a multiple of 32; returns the encoded bytes (a view of `out`).
+ */
+export function quantizeQ8_0(values: Float32Array, out: Buffer): Buffer {
+    const blocks = values.length / QK;
+    for (let b = 0; b < blocks; b++) {
+        const base = b * QK;
+        let amax = 0;
+        for (let j = 0; j < QK; j++) amax = Math.max(amax, Math.abs(values[base + j]));
+        const d = fround(amax / 127);
+        const id = d !== 0 ? fround(1 / d) : 0;
+        const at = b * 34;
+        out.writeUInt16LE(float32ToFloat16Bits(d), at);
+        for (let j = 0; j < QK; j++) out.writeInt8(roundHalfAwayFromZero(fround(values[base + j] * id)), at + 2 + j);
+    }
+    return out.subarray(0, blocks * 34);
+}
+
+/**
+ * Q4_0: per 32 values, an f16 scale `d = m / -8` (m: the value of largest magnitude, sign kept) then
+ * 16 bytes of 4-bit quants `q = x / d + 8` clamped to 0..15: byte j holds value j in its low nibble
+ * and value j + 16 in its high nibble; 18 bytes a block. `values.length` must be a multiple of 32.
+ */
+export function quantizeQ4_0(values: Float32Array, out: Buffer): Buffer {
+    const blocks = values.length / QK;
+    for (let b = 0; b < blocks; b++) {
+        const base = b * QK;
+        let amax = 0;
+        let max = 0;
+        for (let j = 0; j < QK; j++) {
+            const v = values[base + j];
+            if (amax < Math.abs(v)) {
+                amax = Math.abs(v);
+                max = v;
+            }
+        }
+        const d = fround(max / -8);
+        const id = d !== 0 ? fround(1 / d) : 0;
+        const at = b * 18;
+        out.writeUInt16LE(float32ToFloat16Bits(d), at);
+        const nibble = (x: number): number => Math.min(15, Math.trunc(fround(fround(x * id) + 8.5)));
+        for (let j = 0; j < QK / 2; j++)
+            out[at + 2 + j] = nibble(values[base + j]) | (nibble(values[base + QK / 2 + j]) << 4);
+    }
+    return out.subarray(0, blocks * 18);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,6 +351,9 @@ function validateTensor(tensor: GgufTensorSpec): void {
     for (const d of tensor.dims)
         if (!Number.isSafeInteger(d) || d <= 0) throw new RangeError(`Tensor ${tensor.name}: invalid dimension ${d}`);
     if (!Number.isSafeInteger(elementCountOf(tensor.dims) * 4)) throw new RangeError(`Tensor ${tensor.name} is too large`);
+    const {blockSize} = ggmlTypes[tensor.type];
+    if (tensor.dims[0] % blockSize !== 0)
+        throw new RangeError(`Tensor ${tensor.name}: a ${tensor.type} row must be a multiple of ${blockSize} values, got ${tensor.dims[0]}`);
 }
 
 function assertUniqueKeys(entries: readonly GgufMetadataEntry[]): void {

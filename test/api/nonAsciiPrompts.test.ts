@@ -1,0 +1,81 @@
+/**
+ * Non-ASCII prompts through the OpenAI-compatible endpoint with the official `openai` client:
+ * /v1/completions and /v1/chat/completions, streamed and not. Prompt token counts are the tokenizer's,
+ * nothing crashes, and no U+FFFD appears (the text-only demo model never samples a byte-fallback token,
+ * so a U+FFFD could only come from mishandling the prompt's multi-byte characters).
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import OpenAI from "openai";
+import {ensureDemoModel} from "../../engine/model/demoModel.js";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
+import {ApiServer} from "../../extension/host/openai/apiServer.js";
+import {testCacheDir} from "../helpers/testModels.js";
+
+const prompts = [
+    "Grüße aus Köln — naïve café, señor",
+    "日本語のテキストと中文字符",
+    "emoji 😀🎉 👍🏽 👩‍👩‍👧‍👦 and e\u0301 combining",
+    "𝄞 música 🚀 עברית Ελληνικά"
+];
+const ignoreEos = {ignore_eos: true} as Record<string, unknown>;
+
+describe("non-ASCII prompts through the OpenAI-compatible endpoint", () => {
+    let client: EngineClient;
+    let server: ApiServer;
+    let openai: OpenAI;
+
+    before(async () => {
+        const modelPath = await ensureDemoModel({size: "tiny", textOnly: true, cacheDir: testCacheDir});
+        client = new EngineClient({modelPath, threads: 1, contextSize: 1024, parallel: 2, statsIntervalMs: 0});
+        await client.start();
+        server = await ApiServer.listen({engine: {current: () => client}, port: 0});
+        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
+    });
+    after(async () => {
+        await server.close();
+        await client.stop();
+    });
+
+    test("/v1/completions: prompt_tokens = the tokenizer's count, text without U+FFFD, streamed and not", async () => {
+        for (const prompt of prompts) {
+            const completion = await openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, ...ignoreEos});
+            assert.equal(completion.usage!.prompt_tokens, await client.countTokens(prompt), prompt);
+            assert.equal(completion.usage!.completion_tokens, 6);
+            assert.ok(!completion.choices[0]!.text.includes("\uFFFD"), completion.choices[0]!.text);
+
+            const stream = await openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, stream: true,
+                stream_options: {include_usage: true}, ...ignoreEos});
+            let streamed = "";
+            let promptTokens: number | undefined;
+            for await (const chunk of stream) {
+                streamed += chunk.choices[0]?.text ?? "";
+                promptTokens = chunk.usage?.prompt_tokens ?? promptTokens;
+            }
+            assert.equal(promptTokens, completion.usage!.prompt_tokens);
+            assert.equal(streamed, completion.choices[0]!.text, "same seed, same text");
+        }
+    });
+
+    test("/v1/chat/completions: non-ASCII messages counted as rendered, replies without U+FFFD, streamed and not", async () => {
+        for (const content of prompts) {
+            const messages = [{role: "system" as const, content: "Réponds brièvement 🙂"}, {role: "user" as const, content}];
+            const rendered = `system: ${messages[0].content}\nuser: ${content}\nassistant:`; // the documented fallback (no chat template)
+            const completion = await openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, ...ignoreEos});
+            assert.equal(completion.usage!.prompt_tokens, await client.countTokens(rendered), content);
+            const reply = completion.choices[0]!.message.content ?? "";
+            assert.ok(!reply.includes("\uFFFD"), reply);
+
+            const stream = await openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, stream: true,
+                stream_options: {include_usage: true}, ...ignoreEos});
+            let streamed = "";
+            let promptTokens: number | undefined;
+            for await (const chunk of stream) {
+                streamed += chunk.choices[0]?.delta.content ?? "";
+                promptTokens = chunk.usage?.prompt_tokens ?? promptTokens;
+            }
+            assert.equal(promptTokens, completion.usage!.prompt_tokens);
+            assert.ok(streamed.trim() !== "" && !streamed.includes("\uFFFD"), JSON.stringify(streamed));
+        }
+    });
+});
