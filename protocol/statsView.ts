@@ -95,6 +95,27 @@ export type StatsGauges = {
     prefixCacheHitRate: number
 };
 
+/**
+ * The most recent active period that has ended: from a request arriving while none was in flight to
+ * the last in-flight request's finish (its own timestamps: arrival, and the finish's delivery). Its
+ * rates are averages over the whole period (tokens or finished requests ÷ its duration, as vLLM's
+ * benchmark computes its throughputs), so an idle view can still say how fast the last work went
+ * while the windowed gauges have dropped to 0. A period that is still going is not here: while
+ * requests are in flight, the gauges are the live rates.
+ */
+export type ActivePeriodView = {
+    startedAt: number,
+    endedAt: number,
+    /** Prompt tokens prefilled, tokens generated and requests finished (any reason) during the period. */
+    promptTokens: number,
+    generationTokens: number,
+    requests: number,
+    /** The counts above ÷ the period's duration; 0 for a period of no duration. */
+    promptTokensPerS: number,
+    generationTokensPerS: number,
+    requestsPerS: number
+};
+
 /** One sample of the time series, taken every `sampleIntervalMs`. */
 export type TimeSeriesPoint = {
     t: number,
@@ -169,7 +190,9 @@ export type StatsSnapshotView = {
     /** Per client label, in order of first arrival since start or reset (the "other" row after the named ones). */
     clients: ClientStatsView[],
     /** The watched servers, when the numbers come from servers this host polls; null for our own engine. */
-    target: TargetView | null
+    target: TargetView | null,
+    /** The last active period that ended (since start or reset); null before one has. */
+    lastActive: ActivePeriodView | null
 };
 
 /**
@@ -180,6 +203,7 @@ export type StatsDelta = {
     t: number,
     /** 1, 2, 3… per subscriber; a gap means a lost delta (re-request a snapshot). */
     seq: number,
+    /** The engine's info whenever it changed: another engine became ready (a restart, another model). */
     engine?: EngineInfo | null,
     state?: EngineStateName,
     counters?: Partial<StatsCounters>,
@@ -194,6 +218,8 @@ export type StatsDelta = {
     clients?: ClientStatsView[],
     /** The watched servers' view, whole, when any of it changed. */
     target?: TargetView | null,
+    /** The last ended active period, whole, when another one ended (or null after a reset). */
+    lastActive?: ActivePeriodView | null,
     /** After `reset()`: drop everything and start again from this snapshot. */
     reset?: StatsSnapshotView
 };

@@ -40,6 +40,9 @@ const recordTimeKeys = ["inputProcessed", "queued", "scheduled", "firstToken", "
 const recordMetricKeys = ["ttftS", "e2eS", "queueS", "prefillS", "decodeS", "inferenceS", "tpotS"] as const;
 const clientNumberKeys = ["arrived", "inFlight", "completed", "failed", "aborted", "promptTokens", "generationTokens"] as const;
 const clientNullableKeys = ["ttftP50S", "ttftP99S", "itlP50S", "itlP99S"] as const;
+const activePeriodKeys = [
+    "startedAt", "endedAt", "promptTokens", "generationTokens", "requests", "promptTokensPerS", "generationTokensPerS", "requestsPerS"
+] as const;
 const configKeys = ["sampleIntervalMs", "throughputWindowMs", "percentileWindowMs", "stallThresholdMs", "maxRecentRequests"] as const;
 
 function expectNullableNumber(obj: JsonObject, key: string, what: string): void {
@@ -243,6 +246,19 @@ function checkTarget(obj: JsonObject, what: string): void {
     }
 }
 
+/** A `lastActive` field: null, or the last ended active period (no negative count or rate, not ending before it started). */
+function checkLastActive(obj: JsonObject, what: string): void {
+    if (obj.lastActive === null)
+        return;
+    const where = `${what}.lastActive`;
+    const period = expectObject(obj.lastActive, where);
+    for (const key of activePeriodKeys)
+        if (expectNumber(period, key, where) < 0)
+            throw new ProtocolError(`${where}.${key}: expected >= 0`);
+    if (expectNumber(period, "endedAt", where) < expectNumber(period, "startedAt", where))
+        throw new ProtocolError(`${where}: ends before it starts`);
+}
+
 /** Checks a full StatsSnapshotView. */
 export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnapshotView {
     const obj = expectObject(value, what);
@@ -263,6 +279,10 @@ export function checkSnapshotView(value: unknown, what = "snapshot"): StatsSnaps
     if (obj.target === undefined)
         obj.target = null;
     checkTarget(obj, what);
+    // Nor `lastActive` (from before it): "no period yet".
+    if (obj.lastActive === undefined)
+        obj.lastActive = null;
+    checkLastActive(obj, what);
     return value as StatsSnapshotView;
 }
 
@@ -293,6 +313,8 @@ export function checkDelta(value: unknown, what = "delta"): StatsDelta {
         checkClients(obj, what);
     if (obj.target !== undefined)
         checkTarget(obj, what);
+    if (obj.lastActive !== undefined)
+        checkLastActive(obj, what);
     if (obj.reset !== undefined)
         checkSnapshotView(obj.reset, `${what}.reset`);
     return value as StatsDelta;

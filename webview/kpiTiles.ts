@@ -7,13 +7,18 @@
  * none of them reports the number, and for latencies the estimate from their histogram buckets,
  * marked "≈" (`data-estimated`), since the exact per-request values never reach us — unless the
  * requests pass our monitoring proxy, which measures them exactly.
+ *
+ * The rate tiles answer "how fast was it?" when nothing runs: with no request in flight, instead of the
+ * windowed rate (which falls to 0 once the work is done) they show the average over the last active
+ * period (`lastActive` in the view, kept by the host), dimmed (`data-last-active`), with a note under
+ * the number (`data-note="<key>"`): "last active 10 s ago".
  */
-import type {LatencyMetric, StatsSnapshotView} from "../protocol/statsView.js";
+import type {ActivePeriodView, LatencyMetric, StatsSnapshotView} from "../protocol/statsView.js";
 import type {TargetView} from "../protocol/targetView.js";
 import {el, setText} from "./dom.js";
-import {formatNumber} from "../common/format.js";
+import {formatClock, formatDuration, formatNumber} from "../common/format.js";
 
-type KpiSource = Pick<StatsSnapshotView, "counters" | "gauges" | "percentiles" | "target">;
+type KpiSource = Pick<StatsSnapshotView, "counters" | "gauges" | "percentiles" | "target" | "lastActive">;
 
 export type KpiDefinition = {
     key: string,
@@ -23,7 +28,9 @@ export type KpiDefinition = {
     /** For watched servers: the words of TargetView.notReported that make this tile "not reported". */
     reportedAs?: string,
     /** For watched servers: the bucket estimate this tile shows instead (latencies); undefined when there is none. */
-    estimate?: (target: TargetView) => number | null | undefined
+    estimate?: (target: TargetView) => number | null | undefined,
+    /** For rates: what the tile shows while nothing is in flight, from the last active period. */
+    lastActive?: (period: ActivePeriodView) => number
 };
 
 /** A latency tile: exact from our own requests, ≈ from the servers' buckets when watching. */
@@ -39,10 +46,11 @@ const ms = (seconds: number | null): number | null => seconds === null ? null : 
 
 export const kpiDefinitions: readonly KpiDefinition[] = [
     {key: "output_throughput", label: "Generation throughput", unit: "tok/s", value: (v) => v.gauges.generationTokensPerS,
-        reportedAs: "generation tokens"},
-    {key: "prompt_throughput", label: "Prompt throughput", unit: "tok/s", value: (v) => v.gauges.promptTokensPerS, reportedAs: "prompt tokens"},
+        reportedAs: "generation tokens", lastActive: (period) => period.generationTokensPerS},
+    {key: "prompt_throughput", label: "Prompt throughput", unit: "tok/s", value: (v) => v.gauges.promptTokensPerS, reportedAs: "prompt tokens",
+        lastActive: (period) => period.promptTokensPerS},
     {key: "request_throughput", label: "Request throughput", unit: "req/s", value: (v) => v.gauges.requestsPerS,
-        reportedAs: "per-request timeline"},
+        reportedAs: "per-request timeline", lastActive: (period) => period.requestsPerS},
     latency("median_ttft_ms", "TTFT p50", "ttft", "p50", "time to first token"),
     latency("p99_ttft_ms", "TTFT p99", "ttft", "p99", "time to first token"),
     latency("median_itl_ms", "ITL p50", "itl", "p50", "inter-token latency"),
@@ -60,9 +68,20 @@ export const kpiDefinitions: readonly KpiDefinition[] = [
     {key: "num_preemptions", label: "Preemptions", unit: "", value: (v) => v.counters.preemptions}
 ];
 
+/** The last active period, when the view is idle (nothing in flight) and has one. */
+export function idlePeriod(view: Pick<KpiSource, "counters" | "lastActive">): ActivePeriodView | undefined {
+    return view.counters.requests.inFlight === 0 && view.lastActive !== null ? view.lastActive : undefined;
+}
+
+/** "last active 10 s ago": how long ago the period ended, whole seconds under a minute. */
+export function lastActiveNote(period: ActivePeriodView, hostNow: number): string {
+    const agoMs = Math.max(0, hostNow - period.endedAt);
+    return `last active ${agoMs < 60_000 ? `${Math.floor(agoMs / 1000)} s` : formatDuration(agoMs)} ago`;
+}
+
 export class KpiTiles {
     readonly element = el("section", "kpis");
-    private readonly values: Array<{definition: KpiDefinition, element: HTMLElement, unit: HTMLElement}> = [];
+    private readonly values: Array<{definition: KpiDefinition, element: HTMLElement, unit: HTMLElement, note: HTMLElement}> = [];
 
     constructor() {
         this.element.setAttribute("aria-label", "Key metrics");
@@ -73,20 +92,28 @@ export class KpiTiles {
             const reading = el("div", "kpi-reading");
             const unit = el("span", "kpi-unit", definition.unit);
             reading.append(value, unit);
-            tile.append(el("div", "kpi-label", definition.label), reading);
+            const note = el("div", "kpi-note");
+            note.dataset.note = definition.key;
+            note.hidden = true;
+            tile.append(el("div", "kpi-label", definition.label), reading, note);
             this.element.append(tile);
-            this.values.push({definition, element: value, unit});
+            this.values.push({definition, element: value, unit, note});
         }
     }
 
-    update(view: KpiSource): void {
+    /** `hostNow`: the host clock now, for how long ago the last active period ended. */
+    update(view: KpiSource, hostNow: number): void {
         const target = view.target;
-        for (const {definition, element, unit} of this.values) {
+        const idle = idlePeriod(view);
+        for (const {definition, element, unit, note} of this.values) {
             const words = definition.reportedAs;
             const notReported = target !== null && words !== undefined && target.notReported.includes(words);
             const estimate = target === null || notReported ? undefined : definition.estimate?.(target);
             const estimated = estimate !== undefined;
-            const value = notReported ? null : estimate !== undefined ? estimate : definition.value(view);
+            const lastActive = notReported || estimated || idle === undefined ? undefined : definition.lastActive?.(idle);
+            const value = notReported ? null
+                : estimated ? estimate
+                    : lastActive !== undefined ? lastActive : definition.value(view);
             setText(element, notReported ? "not reported" : `${estimated && value !== null ? "≈ " : ""}${formatNumber(value)}`);
             const exact = value === null ? "" : String(value);
             if (element.dataset.value !== exact)
@@ -95,13 +122,25 @@ export class KpiTiles {
             if (unit.hidden !== notReported)
                 unit.hidden = notReported;
             setFlag(element, "estimated", estimated);
+            setFlag(element, "lastActive", lastActive !== undefined);
+            setText(note, lastActive !== undefined && idle !== undefined ? lastActiveNote(idle, hostNow) : "");
+            if (note.hidden !== (lastActive === undefined))
+                note.hidden = lastActive === undefined;
             element.title = notReported ? "The watched server does not report this"
-                : estimated ? "≈ from the servers' histogram buckets (linear inside the bucket, as PromQL's histogram_quantile)" : "";
+                : estimated ? "≈ from the servers' histogram buckets (linear inside the bucket, as PromQL's histogram_quantile)"
+                    : lastActive !== undefined && idle !== undefined ? lastActiveTitle(idle) : "";
         }
     }
 }
 
-function setFlag(element: HTMLElement, name: "notReported" | "estimated", on: boolean): void {
+/** What the dimmed number is: the period it averages over. */
+function lastActiveTitle(period: ActivePeriodView): string {
+    return `Nothing is running: the average over the last active period, ${formatClock(period.startedAt)}–${formatClock(period.endedAt)} ` +
+        `(${formatDuration(period.endedAt - period.startedAt)}: ${formatNumber(period.generationTokens)} tokens generated, ` +
+        `${formatNumber(period.requests)} requests finished)`;
+}
+
+function setFlag(element: HTMLElement, name: "notReported" | "estimated" | "lastActive", on: boolean): void {
     if (on && element.dataset[name] !== "true")
         element.dataset[name] = "true";
     else if (!on && element.dataset[name] !== undefined)

@@ -175,8 +175,9 @@ export class PanelApp {
         if (!store.hasData)
             return;
         this.counters.renders++;
-        this.header.update(store, store.t + (performance.now() - this.changedAt));
-        this.kpis.update(store.view);
+        const hostNow = store.t + (performance.now() - this.changedAt);
+        this.header.update(store, hostNow);
+        this.kpis.update(store.view, hostNow);
         this.clients.update(store.view.clients);
         const context = {store, windowMs: this.windowMs};
         for (const chart of this.charts)

@@ -99,10 +99,9 @@ export class StatsStore {
         const current = this.current;
         current.t = Math.max(current.t, delta.t);
         if (delta.engine !== undefined) {
-            if (delta.engine === null)
-                this.startedAt = undefined;
-            else if (current.engine === null || current.engine.pid !== delta.engine.pid)
-                this.startedAt = delta.t;
+            // The host sends the info only when it changed: another engine became ready (a restart, or another
+            // model; in-process its pid is ours again), so the uptime starts over.
+            this.startedAt = delta.engine === null ? undefined : delta.t;
             current.engine = delta.engine;
         }
         if (delta.state !== undefined)
@@ -123,6 +122,8 @@ export class StatsStore {
             current.clients = delta.clients;
         if (delta.target !== undefined)
             current.target = delta.target;
+        if (delta.lastActive !== undefined)
+            current.lastActive = delta.lastActive;
         this.changed();
         return "applied";
     }
@@ -132,7 +133,7 @@ export class StatsStore {
             t: snapshot.t, config: snapshot.config, engine: snapshot.engine, state: snapshot.state,
             counters: {...snapshot.counters}, gauges: {...snapshot.gauges},
             percentiles: {...snapshot.percentiles}, histograms: {...snapshot.histograms}, clients: snapshot.clients,
-            target: snapshot.target
+            target: snapshot.target, lastActive: snapshot.lastActive
         };
         this.series.clear();
         this.series.push(snapshot.timeSeries);

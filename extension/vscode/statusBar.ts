@@ -1,14 +1,21 @@
 import * as vscode from "vscode";
-import type {StatsDelta} from "../../protocol/statsView.js";
-import {formatDuration, formatTokensPerS} from "../../common/format.js";
+import type {ActivePeriodView, StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
+import {formatClock, formatDuration, formatTokensPerS} from "../../common/format.js";
 import type {ApiEndpoint} from "./apiEndpoint.js";
 import type {EngineController} from "./engineController.js";
 import type {ServerWatch} from "./serverWatch.js";
 
-type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number};
+type Shown = {state: string, tokensPerS: number, running: number, msSinceLastStep: number, lastActive: ActivePeriodView | null};
+
+const shownOf = (view: StatsSnapshotView): Shown => ({
+    state: view.state, tokensPerS: view.gauges.generationTokensPerS, running: view.gauges.running,
+    msSinceLastStep: view.gauges.msSinceLastStep, lastActive: view.lastActive
+});
 
 /**
- * `$(pulse) 42.1 tok/s · 2 running` while an engine is up; stalled and crashed in the theme's
+ * `$(pulse) 42.1 tok/s · 2 running` while an engine is up; idle after some work, the last active
+ * period's rate instead, dimmed (a whole item can only be dimmed, in the theme's disabled colour):
+ * `$(pulse) last active 312.0 tok/s · 0 running`, its times in the tooltip; stalled and crashed in the theme's
  * warning/error colours. Clicking opens the stats panel. Subscribes to StatsManager deltas at 2 Hz
  * only while an engine exists. The tooltip names the OpenAI-compatible endpoint while it serves.
  * While the panel shows watched servers ("Show Stats For…"), it shows those: `$(server) … · llama.cpp`.
@@ -16,7 +23,7 @@ type Shown = {state: string, tokensPerS: number, running: number, msSinceLastSte
 export class EngineStatusBar implements vscode.Disposable {
     private readonly item = vscode.window.createStatusBarItem("inferenceMonitor.status", vscode.StatusBarAlignment.Left, 50);
     private unsubscribe: (() => void) | undefined;
-    private shown: Shown = {state: "stopped", tokensPerS: 0, running: 0, msSinceLastStep: 0};
+    private shown: Shown = {state: "stopped", tokensPerS: 0, running: 0, msSinceLastStep: 0, lastActive: null};
     private readonly subscriptions: vscode.Disposable[];
     /** The source subscribed to (the engine's manager or a watched server's), to notice a switch. */
     private following: object | undefined;
@@ -49,9 +56,7 @@ export class EngineStatusBar implements vscode.Disposable {
             this.unsubscribe = undefined;
         }
         if (active && this.unsubscribe === undefined) {
-            const snapshot = stats.snapshot();
-            this.shown = {state: snapshot.state, tokensPerS: snapshot.gauges.generationTokensPerS, running: snapshot.gauges.running,
-                msSinceLastStep: snapshot.gauges.msSinceLastStep};
+            this.shown = shownOf(stats.snapshot());
             this.following = stats;
             this.unsubscribe = stats.subscribe((delta) => this.apply(delta), {maxHz: 2});
         }
@@ -61,25 +66,25 @@ export class EngineStatusBar implements vscode.Disposable {
     }
 
     private apply(delta: StatsDelta): void {
-        const source = delta.reset;
-        if (source !== undefined)
-            this.shown = {state: source.state, tokensPerS: source.gauges.generationTokensPerS, running: source.gauges.running,
-                msSinceLastStep: source.gauges.msSinceLastStep};
+        if (delta.reset !== undefined)
+            this.shown = shownOf(delta.reset);
         if (delta.state !== undefined) this.shown.state = delta.state;
         if (delta.gauges?.generationTokensPerS !== undefined) this.shown.tokensPerS = delta.gauges.generationTokensPerS;
         if (delta.gauges?.running !== undefined) this.shown.running = delta.gauges.running;
         if (delta.gauges?.msSinceLastStep !== undefined) this.shown.msSinceLastStep = delta.gauges.msSinceLastStep;
+        if (delta.lastActive !== undefined) this.shown.lastActive = delta.lastActive;
         this.render();
     }
 
     private render(): void {
-        const {state, tokensPerS, running, msSinceLastStep} = this.shown;
+        const {state, tokensPerS, running, msSinceLastStep, lastActive} = this.shown;
         const server = this.servers?.selected;
         if (server !== undefined) {
             this.item.text = state === "crashed" ? `$(error) ${server.label}: unreachable`
                 : state === "loading" ? `$(loading~spin) ${server.label}: connecting…`
                     : `$(server) ${formatTokensPerS(tokensPerS)} · ${running} running · ${server.label}`;
             this.item.backgroundColor = state === "crashed" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+            this.item.color = undefined;
             this.item.tooltip = `Inference Monitor: watching ${server.label} — ${state}. Click to open the stats panel; ` +
                 "Show Stats For… switches back to the local engine.";
             this.item.show();
@@ -92,7 +97,10 @@ export class EngineStatusBar implements vscode.Disposable {
         }
         let text = `$(pulse) ${formatTokensPerS(tokensPerS)} · ${running} running`;
         let background: vscode.ThemeColor | undefined;
-        if (state === "loading")
+        const idleAfterWork = state === "idle" && lastActive !== null;
+        if (idleAfterWork)
+            text = `$(pulse) last active ${formatTokensPerS(lastActive.generationTokensPerS)} · ${running} running`;
+        else if (state === "loading")
             text = "$(loading~spin) loading model…";
         else if (state === "stalled") {
             text = `$(warning) stalled ${formatDuration(msSinceLastStep)} · ${running} running`;
@@ -104,9 +112,17 @@ export class EngineStatusBar implements vscode.Disposable {
             text = "$(debug-stop) engine stopped";
         this.item.text = text;
         this.item.backgroundColor = background;
+        this.item.color = idleAfterWork ? new vscode.ThemeColor("disabledForeground") : undefined;
         const apiUrl = this.endpoint?.baseUrl;
         this.item.tooltip = `Inference Monitor: ${model ?? "no model"} — ${state}. Click to open the stats panel.` +
+            (idleAfterWork ? `\n${describePeriod(lastActive)}` : "") +
             (apiUrl !== undefined ? `\nOpenAI API: ${apiUrl}` : "");
         this.item.show();
     }
+}
+
+/** "Last active 12:03:01–12:03:04 (2.8 s): 312.0 tok/s generated on average, 4 requests finished." */
+function describePeriod(period: ActivePeriodView): string {
+    return `Last active ${formatClock(period.startedAt)}–${formatClock(period.endedAt)} (${formatDuration(period.endedAt - period.startedAt)}): ` +
+        `${formatTokensPerS(period.generationTokensPerS)} generated on average, ${period.requests} request${period.requests === 1 ? "" : "s"} finished.`;
 }

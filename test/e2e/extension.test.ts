@@ -443,8 +443,11 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         await page.waitForTimeout(500);
         const shot = await screenshot(page, "vscode-stats-panel");
         console.log(`screenshot: ${path.relative(repoRoot, shot)}`);
-        // The status bar follows the engine: back to 0 running once the work is done.
-        await page.locator(".statusbar-item", {hasText: /tok\/s · 0 running/}).first().waitFor({state: "visible", timeout: 15_000});
+        // The status bar follows the engine: back to 0 running once the work is done, showing the rate of the last active period.
+        const idle = page.locator(".statusbar-item", {hasText: /last active [\d.]+ tok\/s · 0 running/}).first();
+        await idle.waitFor({state: "visible", timeout: 15_000});
+        const lastRate = Number(/last active ([\d.]+) tok/.exec(await idle.textContent() ?? "")?.[1]);
+        assert.ok(lastRate > 0, `the last active period's rate: ${lastRate}`);
         const errors = (await notificationTexts(page)).filter((text) => /^Inference Monitor: /.test(text) && !/Benchmark/.test(text));
         assert.deepEqual(errors, [], "no error notifications from the extension");
     }

@@ -640,7 +640,8 @@ describe("views: snapshot and deltas", () => {
         manager.tick();
         const snapshot: StatsSnapshotView = manager.snapshot();
         assert.deepEqual(Object.keys(snapshot).sort(),
-            ["clients", "config", "counters", "engine", "gauges", "histograms", "percentiles", "requests", "state", "t", "target", "timeSeries"]);
+            ["clients", "config", "counters", "engine", "gauges", "histograms", "lastActive", "percentiles", "requests", "state", "t", "target",
+                "timeSeries"]);
         assert.equal(snapshot.target, null, "our own engine: no watched servers");
         assert.deepEqual(snapshot.config, {sampleIntervalMs: 1000, throughputWindowMs: 5000, percentileWindowMs: 300_000,
             stallThresholdMs: 1000, maxRecentRequests: 500});
@@ -716,6 +717,93 @@ function assertClients(actual: ClientStatsView[], expected: ExpectedClient[]): v
         assert.equal(row.arrived, row.completed + row.failed + row.aborted + row.inFlight, `${row.client}: ledger broken`);
     });
 }
+
+describe("the last active period (how fast was it, once idle)", () => {
+    /** One request: arrives at `t`, `promptTokens` prefilled, `times` its tokens (delivered with the last), finish delivered at `end`. */
+    function request(feed: StepFeeder, id: string, t: number, promptTokens: number, times: number[], end: number): {arrive(): void, run(): void} {
+        return {
+            arrive: () => feed.send(arrival(id, t)),
+            run: () => {
+                feed.send({kind: "inputProcessed", id, t, promptTokens, receivedAt: t});
+                feed.send({kind: "queued", id, t, receivedAt: t});
+                feed.send({kind: "scheduled", id, t: t + 5, cachedTokens: 0, receivedAt: t + 5});
+                feed.send({kind: "tokens", id, text: "x".repeat(times.length), times, receivedAt: times.at(-1)!});
+                feed.send(finished(id, end - 5, "length", promptTokens, times.length, end));
+            }
+        };
+    }
+
+    test("after the work and the throughput window have passed, the view still carries the period's average rates and when it ended", () => {
+        const {manager, feed, at} = setup({throughputWindowMs: 5000});
+        manager.onEngineReady(engineInfo());
+        manager.onEngineState("ready");
+        const deltas: StatsDelta[] = [];
+        manager.subscribe((delta) => deltas.push(delta), {maxHz: 1000});
+        assert.equal(manager.snapshot().lastActive, null, "no work yet");
+        // two overlapping requests: one period, from a's arrival to b's finish (1 s)
+        const a = request(feed, "a", T0, 10, [T0 + 100, T0 + 200, T0 + 300, T0 + 400], T0 + 410);
+        const b = request(feed, "b", T0 + 50, 6, [T0 + 500, T0 + 600, T0 + 700, T0 + 800, T0 + 900], T0 + 1000);
+        at(T0);
+        a.arrive();
+        at(T0 + 50);
+        b.arrive();
+        at(T0 + 410);
+        a.run();
+        manager.tick();
+        assert.equal(manager.snapshot().lastActive, null, "b still runs: the period has not ended");
+        at(T0 + 1000);
+        b.run();
+        manager.tick();
+        const period = {startedAt: T0, endedAt: T0 + 1000, promptTokens: 16, generationTokens: 9, requests: 2,
+            promptTokensPerS: 16, generationTokensPerS: 9, requestsPerS: 2};
+        assert.deepEqual(manager.snapshot().lastActive, period);
+        const carried = deltas.filter((delta) => delta.lastActive !== undefined);
+        assert.equal(carried.length, 1, "sent once, when the period ended");
+        assert.deepEqual(checkDelta(JSON.parse(JSON.stringify(carried[0]))).lastActive, period);
+
+        at(T0 + 10_000);
+        manager.tick();
+        const idle = manager.snapshot();
+        assert.equal(idle.gauges.generationTokensPerS, 0, "the windowed rate has dropped to 0");
+        assert.equal(idle.state, "idle");
+        assert.deepEqual(idle.lastActive, period, "the last period's rates stay");
+        assert.equal(deltas.filter((delta) => delta.lastActive !== undefined).length, 1, "unchanged: not sent again");
+
+        // the next period replaces it once it ends (while it runs, the view keeps the previous one)
+        const c = request(feed, "c", T0 + 20_000, 4, [T0 + 20_100, T0 + 20_200], T0 + 20_250);
+        at(T0 + 20_000);
+        c.arrive();
+        manager.tick();
+        assert.deepEqual(manager.snapshot().lastActive, period);
+        assert.equal(manager.snapshot().counters.requests.inFlight, 1);
+        at(T0 + 20_250);
+        c.run();
+        manager.tick();
+        assert.deepEqual(manager.snapshot().lastActive, {startedAt: T0 + 20_000, endedAt: T0 + 20_250, promptTokens: 4, generationTokens: 2,
+            requests: 1, promptTokensPerS: 16, generationTokensPerS: 8, requestsPerS: 4});
+        assert.deepEqual(deltas.at(-1)!.lastActive, manager.snapshot().lastActive);
+        assertLedger(manager);
+    });
+
+    test("requests the engine's exit ends close the period; reset forgets it and a request in flight starts a new one", () => {
+        const {manager, feed, at} = setup();
+        manager.onEngineReady(engineInfo());
+        at(T0);
+        feed.send(arrival("lost", T0));
+        at(T0 + 500);
+        feed.endOnHost(["lost"], "engine exited", T0 + 500);
+        const ended = manager.snapshot().lastActive;
+        assert.deepEqual([ended?.startedAt, ended?.endedAt, ended?.requests, ended?.generationTokensPerS], [T0, T0 + 500, 1, 0]);
+        feed.send(arrival("busy", T0 + 600));
+        at(T0 + 1000);
+        manager.reset();
+        assert.equal(manager.snapshot().lastActive, null, "reset clears it");
+        at(T0 + 1500);
+        feed.send(finished("busy", T0 + 1500, "stop", 3, 0));
+        assert.deepEqual([manager.snapshot().lastActive?.startedAt, manager.snapshot().lastActive?.endedAt], [T0 + 1000, T0 + 1500],
+            "the period in flight at the reset counts from the reset");
+    });
+});
 
 describe("per-client breakdown", () => {
     /**

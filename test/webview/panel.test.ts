@@ -14,13 +14,13 @@ import type {Page} from "playwright-core";
 import {DashboardServer, type DashboardStatsSource} from "../../extension/host/dashboard/dashboardServer.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
-import type {StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
-import {clientColumns} from "../../webview/clientsTable.js";
-import {kpiDefinitions} from "../../webview/kpiTiles.js";
+import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
+import type {ClientStatsView, StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {encodeMessage, ReadyMessage} from "../../protocol/panelMessages.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 import {canvasInk} from "./canvasInk.js";
 import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
+import {backendHeaderNames, expectedBackend} from "../helpers/expectedBackend.js";
 import {ensurePanelBuilt, repoRoot, webviewDistDir} from "./panelBuild.js";
 import {connectStream} from "./wsClient.js";
 
@@ -39,9 +39,61 @@ async function readTiles(page: Page): Promise<Record<string, {text: string, valu
     })));
 }
 
-/** The exact value each tile should show for a snapshot (the mapping the panel documents). */
-function expectedTiles(snapshot: StatsSnapshotView): Record<string, number | null> {
-    return Object.fromEntries(kpiDefinitions.map((definition) => [definition.key, definition.value(snapshot)]));
+/**
+ * A number as the panel should write it, by hand here: integers whole, else 0/1/2/3 decimals by
+ * magnitude (≥ 100, ≥ 10, ≥ 1, below), "–" for none.
+ */
+function written(value: number | null): string {
+    if (value === null)
+        return "–";
+    if (Number.isInteger(value))
+        return String(value);
+    const magnitude = Math.abs(value);
+    return value.toFixed(magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : 3);
+}
+
+const toMs = (seconds: number | null): number | null => seconds === null ? null : seconds * 1000;
+
+/**
+ * The rates of one active period made of `records` (requests that overlapped): their tokens and their
+ * count ÷ the time from the first arrival to the last finish delivered.
+ */
+function periodRates(records: readonly RequestLifecycle[]): {generation: number, prompt: number, requests: number} {
+    const start = Math.min(...records.map((record) => record.arrival));
+    const end = Math.max(...records.map((record) => record.lastDelivered!));
+    const seconds = (end - start) / 1000;
+    const sum = (of: (record: RequestLifecycle) => number): number => records.reduce((total, record) => total + of(record), 0);
+    return {generation: sum((record) => record.generatedTokens) / seconds, prompt: sum((record) => record.promptTokens) / seconds,
+        requests: records.length / seconds};
+}
+
+/**
+ * The exact value each tile should show for an idle snapshot after one period of `records`, written out
+ * here from the raw numbers (not from kpiDefinitions, the mapping under test): latencies in ms, the
+ * prefix cache and KV cache in %, the rates of that last active period (nothing runs).
+ */
+function expectedTiles(snapshot: StatsSnapshotView, records: readonly RequestLifecycle[]): Record<string, number | null> {
+    const {percentiles, counters, gauges} = snapshot;
+    const rates = periodRates(records);
+    return {
+        output_throughput: rates.generation, prompt_throughput: rates.prompt, request_throughput: rates.requests,
+        median_ttft_ms: toMs(percentiles.ttft.p50), p99_ttft_ms: toMs(percentiles.ttft.p99),
+        median_itl_ms: toMs(percentiles.itl.p50), p99_itl_ms: toMs(percentiles.itl.p99),
+        median_tpot_ms: toMs(percentiles.tpot.p50), median_e2el_ms: toMs(percentiles.e2e.p50),
+        num_requests_running: 0, num_requests_waiting: 0, kv_cache_usage_perc: gauges.kvCacheUsage * 100,
+        prefix_cache_hit_rate: counters.prefixCacheHits / counters.prefixCacheQueries * 100,
+        completed: counters.requests.completed, failed: counters.requests.failed, num_preemptions: counters.preemptions
+    };
+}
+
+/** The clients table's rows as the panel should write them, by hand here (not from clientColumns). */
+function expectedClientRows(rows: readonly ClientStatsView[]): string[][] {
+    const pair = (a: number | null, b: number | null): string => `${written(a)} / ${written(b)}`;
+    return rows.map((row) => [
+        row.client, String(row.arrived), String(row.inFlight), pair(row.promptTokens, row.generationTokens),
+        pair(toMs(row.ttftP50S), toMs(row.ttftP99S)), pair(toMs(row.itlP50S), toMs(row.itlP99S)),
+        row.aborted > 0 ? `${row.failed} (+${row.aborted} aborted)` : String(row.failed)
+    ]);
 }
 
 describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, () => {
@@ -119,30 +171,92 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.ok(tiles.prompt_throughput!.value! > 0);
         assert.ok(tiles.request_throughput!.value! > 0);
         // the percentiles and counters are stable once the requests are done: exact agreement
-        const expected = expectedTiles(manager.snapshot());
+        const snapshot = manager.snapshot();
+        assert.equal(snapshot.requests.length, 12);
+        const expected = expectedTiles(snapshot, snapshot.requests);
         // the prompts share their start, so the requests scheduled after the first four found it cached
         assert.ok(expected.prefix_cache_hit_rate! > 0, `prefix cache hit rate ${expected.prefix_cache_hit_rate}`);
-        for (const key of ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms", "prefix_cache_hit_rate"])
-            await waitForTile(key, expected[key]!);
+        assert.ok(expected.output_throughput! > 0 && expected.median_ttft_ms! > 0);
+        const stable = Object.keys(expected).filter((key) => key !== "kv_cache_usage_perc");
+        for (const key of stable)
+            await waitForTile(key, expected[key]!, 5000).catch(async () => {
+                const tile = (await readTiles(page))[key];
+                assert.fail(`${key}: page ${tile?.text} (${tile?.value}), expected ${expected[key]}`);
+            });
         const settled = await readTiles(page);
-        for (const key of ["completed", "failed", "num_preemptions", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "p99_itl_ms", "median_tpot_ms",
-            "median_e2el_ms", "prefix_cache_hit_rate"])
-            assert.equal(settled[key]!.value, expected[key], `${key}: page ${settled[key]!.text}, manager ${expected[key]}`);
+        for (const key of stable) {
+            assert.equal(settled[key]!.value, expected[key], `${key}: page ${settled[key]!.text}, expected ${expected[key]}`);
+            assert.equal(settled[key]!.text, written(expected[key]!), `${key}: the element holds just the number, written as the panel writes numbers`);
+        }
+        // the KV cache gauge follows the engine's own reports: the page agrees with the manager once they settle
+        await page.waitForFunction(() => document.querySelector<HTMLElement>('[data-metric="kv_cache_usage_perc"]')?.dataset.value !== undefined);
+        for (let tries = 0; ; tries++) {
+            const kv = (await readTiles(page)).kv_cache_usage_perc!;
+            const managerKv = manager.snapshot().gauges.kvCacheUsage * 100;
+            if (kv.value === managerKv && kv.text === written(managerKv))
+                break;
+            assert.ok(tries < 50, `kv_cache_usage_perc: page ${kv.text} (${kv.value}), manager ${managerKv}`);
+            await page.waitForTimeout(100);
+        }
         assert.equal(settled.completed!.text, "12");
         assert.equal(settled.failed!.text, "0");
-        for (const key of ["median_ttft_ms", "median_itl_ms", "median_tpot_ms", "median_e2el_ms"]) {
+        for (const key of ["median_ttft_ms", "median_itl_ms", "median_tpot_ms", "median_e2el_ms"])
             assert.ok(settled[key]!.value! > 0, `${key} ${settled[key]!.text}`);
-            assert.match(settled[key]!.text, /^\d+(\.\d+)?$/, `${key}: the element holds just the number`);
-        }
-        assert.ok(Math.abs(Number(settled.median_ttft_ms!.text) - expected.median_ttft_ms!) <= Math.max(0.01, expected.median_ttft_ms! * 0.01));
         const header = await page.$$eval("[data-field]", (elements) => Object.fromEntries(elements.map((e) => [(e as HTMLElement).dataset.field!, e.textContent])));
         assert.match(header.model!, /F16|Q|params/);
-        assert.equal(header.backend, "CPU");
+        assert.equal(header.backend, backendHeaderNames[expectedBackend()]);
         assert.equal(header.context, "1024 tokens");
         assert.equal(header.sequences, "4");
         assert.equal(header.prefixCache, "on");
         assert.match(header.uptime!, /^1m \d\ds$/);
         assert.match(header.state!, /^(idle|busy)$/);
+    });
+
+    test("idle after the requests: the rate tiles say how fast the last active period went, and how long ago it ended", async () => {
+        const note = page.locator('[data-note="output_throughput"]');
+        await note.waitFor({state: "visible", timeout: 10_000});
+        const first = await note.textContent() ?? "";
+        assert.match(first, /^last active \d+ s ago$/);
+        const tile = await page.$eval('[data-metric="output_throughput"]', (element) => ({
+            value: Number((element as HTMLElement).dataset.value), lastActive: (element as HTMLElement).dataset.lastActive
+        }));
+        assert.equal(tile.lastActive, "true", "dimmed as a past value");
+        assert.equal(tile.value, periodRates(manager.snapshot().requests).generation);
+        assert.ok(tile.value > 0);
+        // the windowed rate falls to 0 (5 s window) while the tile keeps the period's rate; "ago" keeps counting
+        await page.waitForTimeout(1500);
+        assert.equal(Number(await page.$eval('[data-metric="output_throughput"]', (element) => (element as HTMLElement).dataset.value)), tile.value);
+        const later = Number(/(\d+) s ago/.exec(await note.textContent() ?? "")?.[1]);
+        assert.ok(later > Number(/(\d+) s ago/.exec(first)?.[1]), `"${first}" then ${later} s`);
+    });
+
+    test("the timeline's tooltip tells a request's own output tok/s, TTFT and mean ITL", async () => {
+        const canvas = page.locator('canvas[data-chart="timeline"]');
+        await canvas.scrollIntoViewIfNeeded();
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+        // the newest request's decode bar (the top row)
+        const point = await page.evaluate(() => {
+            const chart = window.__inferenceMonitorPanel!.app.timeline.chart;
+            const bar = chart.getDatasetMeta(2).data[0] as unknown as {x: number, y: number, base: number};
+            const rect = chart.canvas.getBoundingClientRect();
+            return {x: rect.left + (bar.x + bar.base) / 2, y: rect.top + bar.y, id: window.__inferenceMonitorPanel!.app.timeline.shownRows[0]!.id};
+        });
+        await page.mouse.move(point.x, point.y);
+        await page.waitForFunction(() => (window.__inferenceMonitorPanel!.app.timeline.chart.tooltip?.afterBody.length ?? 0) > 0, undefined, {timeout: 5000});
+        const tooltip = await page.evaluate(() => {
+            const model = window.__inferenceMonitorPanel!.app.timeline.chart.tooltip!;
+            return {lines: model.body.flatMap((part) => part.lines), afterBody: model.afterBody};
+        });
+        const record = manager.snapshot().requests.find((candidate) => candidate.id === point.id)!;
+        assert.ok(record !== undefined && record.generatedTokens === 16);
+        const seconds = (record.lastDelivered! - record.arrival) / 1000;
+        assert.deepEqual(tooltip.afterBody, [
+            `output ${written(16 / seconds)} tok/s (16 tokens in ${written(seconds)} s)`,
+            `TTFT ${written(toMs((record.firstDelivered! - record.arrival) / 1000))} ms`,
+            `ITL ${written(toMs((record.lastToken! - record.firstToken!) / 1000 / 15))} ms (mean)`
+        ]);
+        assert.ok(tooltip.lines.some((line) => /^decode \d+(\.\d+)? ms$/.test(line)), `body ${JSON.stringify(tooltip.lines)}`);
+        await page.mouse.move(0, 0);
     });
 
     test("every chart is drawn, with its data", async () => {
@@ -248,7 +362,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         const snapshot = manager.snapshot();
         assert.deepEqual(snapshot.clients.map((row) => [row.client, row.arrived, row.completed]), [["local", 2, 2], ["curl", 3, 3], ["openai-js", 2, 2]]);
         // the page's rows, cell by cell, as the panel formats the manager's rows (percentiles settle within a sample)
-        const expectedRows = snapshot.clients.map((row) => clientColumns.map((column) => column.text(row)));
+        const expectedRows = expectedClientRows(snapshot.clients);
         await page.waitForFunction((rows) => JSON.stringify(Array.from(document.querySelectorAll("[data-card=clients] tbody tr"),
             (tr) => Array.from(tr.children, (cell) => cell.textContent))) === JSON.stringify(rows), expectedRows, {timeout: 10_000});
         const curlRow = await page.$$eval('[data-client="curl"] [data-col]', (cells) => Object.fromEntries(cells.map((cell) => [(cell as HTMLElement).dataset.col!, cell.textContent])));

@@ -14,7 +14,7 @@ import {makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.j
 import {DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, type PanelToHost} from "../../protocol/panelMessages.js";
 import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "./panelBuild.js";
-import {fakeStats, type FakeStats} from "./statsFixtures.js";
+import {fakeEngineInfo, fakeStats, type FakeStats} from "./statsFixtures.js";
 
 const origin = "http://panel.test";
 
@@ -100,6 +100,28 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
         assert.equal(await tile("num_preemptions"), "1");
     });
 
+    test("idle after work: the rate tiles show the last active period's average, dimmed, with how long ago it ended", async () => {
+        // the last request alone made the last period: 8 prompt and 16 generated tokens, arrival → finish delivered in 62 ms
+        const expected: Array<[string, number, string, string]> = [
+            ["output_throughput", 16 / 0.062, "258", "tok/s"], ["prompt_throughput", 8 / 0.062, "129", "tok/s"], ["request_throughput", 1 / 0.062, "16.1", "req/s"]
+        ];
+        for (const [metric, value, text, unit] of expected) {
+            await waitTile(metric, value);
+            const tile = await page.$eval(`[data-metric="${metric}"]`, (element) => ({
+                text: element.textContent, lastActive: (element as HTMLElement).dataset.lastActive, unit: element.nextElementSibling?.textContent,
+                title: (element as HTMLElement).title
+            }));
+            assert.deepEqual([tile.text, tile.lastActive, tile.unit], [text, "true", unit], metric);
+            assert.match(tile.title, /^Nothing is running: the average over the last active period/);
+            const note = page.locator(`[data-note="${metric}"]`);
+            assert.ok(await note.isVisible(), `${metric}: the note shows`);
+            assert.match(await note.textContent() ?? "", /^last active \d+ s ago$/);
+        }
+        // not a rate: no note
+        assert.ok(!await page.locator('[data-note="completed"]').isVisible());
+        assert.equal(await page.$eval('[data-metric="completed"]', (element) => (element as HTMLElement).dataset.lastActive), undefined);
+    });
+
     test("a seq gap makes it ask for a snapshot", async () => {
         const last = deltas[deltas.length - 1]!;
         await post(DeltaMessage.create({delta: {t: last.t + 1000, seq: last.seq + 5}}));
@@ -135,6 +157,29 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
             await post(garbage);
         await page.waitForFunction(() => window.__inferenceMonitorPanel!.app.counters.rejected === 5);
         assert.equal(await tile("completed"), "4");
+    });
+
+    test("another engine becoming ready (a restart with another model) shows in the header through a delta", async () => {
+        const fresh: StatsDelta[] = [];
+        await post(SnapshotMessage.create({snapshot: stats.manager.snapshot(), seq: 0}));
+        const unsubscribe = stats.manager.subscribe((delta) => fresh.push(structuredClone(delta)), {maxHz: 4});
+        await page.waitForFunction(() => document.querySelector('[data-field="model"]')?.textContent === "tiny-test (F16, 1.0 M params)");
+        stats.manager.onEngineExit({code: 0, signal: null, description: "exit code 0"});
+        stats.advance(1000);
+        stats.manager.onEngineState("loading");
+        stats.advance(1000);
+        const other = fakeEngineInfo();
+        other.model = {...other.model, path: "/models/other.gguf", name: "other-model", quantization: "Q8_0", parameterCount: 2e6};
+        other.contextSize = 2048;
+        stats.manager.onEngineReady(other);
+        stats.manager.onEngineState("ready");
+        stats.advance(1000);
+        unsubscribe();
+        for (const delta of fresh)
+            await post(DeltaMessage.create({delta}));
+        await page.waitForFunction(() => document.querySelector('[data-field="model"]')?.textContent === "other-model (Q8_0, 2.0 M params)");
+        assert.equal(await page.textContent('[data-field="context"]'), "2048 tokens");
+        assert.equal(await page.textContent('[data-field="state"]'), "idle");
     });
 
     test("follows a high-contrast theme switch without errors", async () => {

@@ -123,6 +123,28 @@ describe("host → panel", () => {
             rejects(parseHostToPanel, value, pattern);
     });
 
+    test("the last active period: accepted as sent or null; a snapshot without one (an older host) reads as null; malformed ones refused", () => {
+        const period = snapshot.lastActive;
+        assert.ok(period !== null && period.generationTokensPerS > 0, "the fixture's last request made a period");
+        assert.deepEqual(parseHostToPanel(DeltaMessage.create({delta: {t: 1, seq: 2, lastActive: period}})), {type: "delta", delta: {t: 1, seq: 2, lastActive: period}});
+        assert.deepEqual(parseHostToPanel(DeltaMessage.create({delta: {t: 1, seq: 2, lastActive: null}})), {type: "delta", delta: {t: 1, seq: 2, lastActive: null}});
+        const older: Partial<StatsSnapshotView> = clone(snapshot);
+        delete older.lastActive;
+        const parsed = parseHostToPanel({type: "snapshot", snapshot: older, seq: 0});
+        assert.equal(parsed.type === "snapshot" ? parsed.snapshot.lastActive : "not a snapshot", null);
+        const bad: Array<[unknown, RegExp]> = [
+            [{...period, generationTokensPerS: "fast"}, /lastActive\.generationTokensPerS: expected a finite number/],
+            [{...period, requests: -1}, /lastActive\.requests: expected >= 0/],
+            [{...period, endedAt: period.startedAt - 1}, /lastActive: ends before it starts/],
+            [{...period, startedAt: undefined}, /lastActive\.startedAt/],
+            ["yesterday", /lastActive: expected an object/]
+        ];
+        for (const [lastActive, pattern] of bad) {
+            rejects(parseHostToPanel, {type: "delta", delta: {t: 1, seq: 2, lastActive}}, pattern);
+            rejects(parseHostToPanel, {type: "snapshot", snapshot: {...clone(snapshot), lastActive}, seq: 0}, pattern);
+        }
+    });
+
     test("a partial delta with only some keys is fine", () => {
         const delta = {t: 5, seq: 3, gauges: {running: 2}, percentiles: {ttft: snapshot.percentiles.ttft}};
         assert.deepEqual(parseHostToPanel({type: "delta", delta}), {type: "delta", delta});

@@ -10,7 +10,7 @@ import {BoundedSeries} from "../../webview/boundedSeries.js";
 import {kpiDefinitions} from "../../webview/kpiTiles.js";
 import {PanelHtmlError, makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.js";
 import {StatsStore, storeLimits} from "../../webview/store.js";
-import {fakeStats} from "./statsFixtures.js";
+import {fakeEngineInfo, fakeStats} from "./statsFixtures.js";
 
 describe("StatsStore", () => {
     test("snapshot + deltas reproduce the manager's view", () => {
@@ -34,6 +34,43 @@ describe("StatsStore", () => {
         assert.deepEqual(store.series.toArray(), expected.timeSeries);
         assert.deepEqual([...store.requests.values()], expected.requests);
         assert.equal(store.view.state, expected.state);
+        assert.ok(expected.lastActive !== null);
+        assert.deepEqual(store.view.lastActive, expected.lastActive);
+    });
+
+    test("another engine (a restart, another model) reaches the view through a delta, and the uptime starts over", () => {
+        const stats = fakeStats();
+        const store = new StatsStore();
+        const deltas: StatsDelta[] = [];
+        const startedAt = stats.clock.now - 65_000;
+        store.applySnapshot({snapshot: stats.manager.snapshot(), seq: 0, engineStartedAt: startedAt});
+        stats.manager.subscribe((delta) => deltas.push(structuredClone(delta)), {maxHz: 4});
+        stats.runRequest("before");
+        stats.advance(1000);
+        for (const delta of deltas.splice(0))
+            store.applyDelta(delta);
+        assert.equal(store.view.engine?.model.name, "tiny-test");
+        assert.equal(store.engineStartedAt, startedAt);
+
+        stats.manager.onEngineExit({code: 0, signal: null, description: "exit code 0"});
+        stats.advance(1000);
+        stats.manager.onEngineState("loading");
+        stats.advance(1000);
+        // in process, the new engine has the same pid
+        const other = fakeEngineInfo();
+        other.model = {...other.model, path: "/models/other.gguf", name: "other-model", parameterCount: 2e6};
+        other.contextSize = 2048;
+        stats.manager.onEngineReady(other);
+        stats.manager.onEngineState("ready");
+        stats.advance(1000);
+        for (const delta of deltas)
+            assert.equal(store.applyDelta(delta), "applied");
+        const carrying = deltas.filter((delta) => delta.engine !== undefined);
+        assert.equal(carrying.length, 1, "the delta after the new engine's ready carries its info, once");
+        assert.equal(store.view.engine?.model.name, "other-model");
+        assert.equal(store.view.engine?.contextSize, 2048);
+        assert.equal(store.view.state, "idle");
+        assert.equal(store.engineStartedAt, carrying[0]!.t, "the uptime counts from the new engine");
     });
 
     test("a gap asks for a snapshot and ignores deltas until it comes; stale deltas are skipped", () => {

@@ -4,23 +4,30 @@
  * token, or now while running), from the RequestLifecycle timestamps (host clock); preemptions as red
  * crosses. Decode bars of failed or aborted requests are drawn in red. A select in the card's heading
  * (`data-action="timeline-client"`) shows one client label's requests only (page-side filtering).
+ * Hovering a row's bar says how long that phase took, then how fast the request went: its own output
+ * tok/s, TTFT and mean ITL (requestSpeed.ts).
  */
-import type {Chart, ChartDataset, Scale} from "chart.js" with {"resolution-mode": "import"};
+import type {Chart, ChartDataset, Scale, TooltipItem} from "chart.js" with {"resolution-mode": "import"};
 import type {} from "../../protocol/statsView.js";
 import {el} from "../dom.js";
 import {withAlpha, type Theme} from "../theme.js";
 import {chartCard, type ChartContext, type LiveChart} from "./chartCard.js";
 import {applyAxisTheme, clockLabel, clockTicks, type ChartJs} from "./chartSetup.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
+import {formatClock, formatNumber} from "../../common/format.js";
+import {requestSpeedLines} from "./requestSpeed.js";
 
 export const timelineRows = 50;
 
 type Span = [number, number];
 type Bar = Span | null;
-type Marker = {x: number, y: string};
+/** A preemption cross; `row`: the index of its row in the rows shown. */
+type Marker = {x: number, y: string, row: number};
 
 export type TimelineRow = {
-    id: string, client: string, label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[]
+    id: string, client: string, label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[],
+    /** The tooltip's lines about the whole request (its output tok/s, TTFT, mean ITL). */
+    speed: string[]
 };
 
 /** Rows for the most recent requests (of `client` only, when given), newest first; `now` ends the open segments. */
@@ -46,7 +53,8 @@ export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number
             prefill: span(record.scheduled, record.firstToken ?? (record.phase === "finished" ? record.finished : now)),
             decode: record.firstToken === undefined ? null : span(record.firstToken, end),
             failed: record.reason === "error" || record.reason === "abort",
-            preemptions: record.preemptions
+            preemptions: record.preemptions,
+            speed: requestSpeedLines(record, now)
         };
     });
 }
@@ -55,7 +63,8 @@ export class TimelineChart implements LiveChart {
     readonly name = "timeline";
     readonly element: HTMLElement;
     private readonly box: HTMLElement;
-    private readonly chart: Chart<"bar" | "scatter", Array<Bar | Marker>, string>;
+    /** Public for tests (hovering a bar, reading the tooltip). */
+    readonly chart: Chart<"bar" | "scatter", Array<Bar | Marker>, string>;
     private theme: Theme;
     private rows = 0;
     private readonly clientSelect = el("select");
@@ -89,7 +98,16 @@ export class TimelineChart implements LiveChart {
             data: {labels: [], datasets: [bar("queue"), bar("prefill"), bar("decode"), markers] as Array<ChartDataset<"bar" | "scatter", Array<Bar | Marker>>>},
             options: {
                 animation: false, responsive: true, maintainAspectRatio: false, indexAxis: "y",
-                plugins: {legend: {position: "bottom", labels: {boxWidth: 12}}},
+                plugins: {
+                    legend: {position: "bottom", labels: {boxWidth: 12}},
+                    tooltip: {callbacks: {
+                        label: (item) => this.tooltipLabel(item),
+                        afterBody: (items) => {
+                            const item = items[0];
+                            return item === undefined ? [] : this.shown[rowIndexOf(item)]?.speed ?? [];
+                        }
+                    }}
+                },
                 scales: {
                     x: {type: "linear", afterBuildTicks: clockTicks, ticks: {maxRotation: 0, autoSkip: false, callback(this: Scale, value: number | string) {
                         return clockLabel(this, Number(value));
@@ -120,7 +138,7 @@ export class TimelineChart implements LiveChart {
         decode!.data = rows.map((row) => row.decode);
         const red = this.theme.colors.red;
         decode!.backgroundColor = rows.map((row) => row.failed ? red : this.theme.colors.blue);
-        markers!.data = rows.flatMap((row) => row.preemptions.map((t) => ({x: t, y: row.label})));
+        markers!.data = rows.flatMap((row, index) => row.preemptions.map((t) => ({x: t, y: row.label, row: index})));
         let lo = Number.POSITIVE_INFINITY;
         let hi = Number.NEGATIVE_INFINITY;
         for (const row of rows)
@@ -137,6 +155,16 @@ export class TimelineChart implements LiveChart {
             this.box.style.height = `${Math.min(860, Math.max(200, 70 + rows.length * 16))}px`;
         }
         chart.update("none");
+    }
+
+    /** "queue 5 ms", "decode 45 ms" for a bar; "preempted at 12:03:04" for a cross. */
+    private tooltipLabel(item: TooltipItem<"bar" | "scatter">): string {
+        const raw = item.raw as Bar | Marker;
+        if (raw === null)
+            return "";
+        if (!Array.isArray(raw))
+            return `preempted at ${formatClock(raw.x)}`;
+        return `${item.dataset.label ?? ""} ${formatNumber(raw[1] - raw[0])} ms`;
     }
 
     /** "All clients", then every label of the requests held (in order of first arrival), and the selected one. */
@@ -166,6 +194,12 @@ export class TimelineChart implements LiveChart {
         applyAxisTheme(this.chart, theme);
         this.chart.update("none");
     }
+}
+
+/** The row a tooltip item belongs to: the bar's index, or the row a preemption cross sits on. */
+function rowIndexOf(item: TooltipItem<"bar" | "scatter">): number {
+    const raw = item.raw as Bar | Marker;
+    return raw !== null && !Array.isArray(raw) ? raw.row : item.dataIndex;
 }
 
 function clientOption(value: string, text: string): HTMLOptionElement {

@@ -2,7 +2,8 @@ import type {EngineStateName, StatsDelta, StatsSnapshotView, TimeSeriesPoint} fr
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 
 /** The compared part of a view's state: what a delta carries when it changed. */
-export type ViewScalars = Pick<StatsSnapshotView, "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms" | "clients" | "target">;
+export type ViewScalars = Pick<StatsSnapshotView,
+    "engine" | "state" | "counters" | "gauges" | "percentiles" | "histograms" | "clients" | "target" | "lastActive">;
 
 /** Where the publisher reads the current state. */
 export interface DeltaSource {
@@ -20,8 +21,12 @@ export type SubscribeOptions = {
 
 export type StatsListener = (delta: StatsDelta) => void;
 
+/** Sections sent key by key: only the keys that changed. */
 type Section = "counters" | "gauges" | "percentiles" | "histograms";
 const sections: readonly Section[] = ["counters", "gauges", "percentiles", "histograms"];
+/** Parts sent whole whenever any of them changed. */
+type WholePart = "engine" | "clients" | "target" | "lastActive";
+const wholeParts: readonly WholePart[] = ["engine", "clients", "target", "lastActive"];
 
 type Subscriber = {
     listener: StatsListener,
@@ -29,9 +34,8 @@ type Subscriber = {
     lastEmitAt: number,
     seq: number,
     sent: Record<Section, Map<string, string>>,
-    engineJson: string,
-    clientsJson: string,
-    targetJson: string,
+    /** The JSON of each whole part as last sent. */
+    sentWhole: Map<WholePart, string>,
     state: EngineStateName,
     seriesCursor: number,
     requestCursor: number
@@ -61,7 +65,7 @@ export class DeltaPublisher {
         const subscriber: Subscriber = {
             listener, minGapMs: 1000 / maxHz, lastEmitAt: Number.NEGATIVE_INFINITY, seq: 0,
             sent: {counters: new Map(), gauges: new Map(), percentiles: new Map(), histograms: new Map()},
-            engineJson: "", clientsJson: "", targetJson: "", state: "stopped", seriesCursor: 0, requestCursor: 0
+            sentWhole: new Map(), state: "stopped", seriesCursor: 0, requestCursor: 0
         };
         this.rebase(subscriber, this.source.scalars(now));
         this.subscribers.add(subscriber);
@@ -97,9 +101,8 @@ export class DeltaPublisher {
             for (const [key, value] of Object.entries(scalars[section]))
                 subscriber.sent[section].set(key, JSON.stringify(value));
         }
-        subscriber.engineJson = JSON.stringify(scalars.engine);
-        subscriber.clientsJson = JSON.stringify(scalars.clients);
-        subscriber.targetJson = JSON.stringify(scalars.target);
+        for (const part of wholeParts)
+            subscriber.sentWhole.set(part, JSON.stringify(scalars[part]));
         subscriber.state = scalars.state;
         subscriber.seriesCursor = this.source.seriesCursor();
         subscriber.requestCursor = this.source.requestCursor();
@@ -108,12 +111,6 @@ export class DeltaPublisher {
     private diff(subscriber: Subscriber, scalars: ViewScalars, now: number): StatsDelta | undefined {
         const delta: StatsDelta = {t: now, seq: 0};
         let changed = false;
-        const engineJson = JSON.stringify(scalars.engine);
-        if (engineJson !== subscriber.engineJson) {
-            subscriber.engineJson = engineJson;
-            delta.engine = scalars.engine;
-            changed = true;
-        }
         if (scalars.state !== subscriber.state) {
             subscriber.state = scalars.state;
             delta.state = scalars.state;
@@ -126,17 +123,13 @@ export class DeltaPublisher {
                 changed = true;
             }
         }
-        const clientsJson = JSON.stringify(scalars.clients);
-        if (clientsJson !== subscriber.clientsJson) {
-            subscriber.clientsJson = clientsJson;
-            delta.clients = scalars.clients;
-            changed = true;
-        }
-        const targetJson = JSON.stringify(scalars.target);
-        if (targetJson !== subscriber.targetJson) {
-            subscriber.targetJson = targetJson;
-            delta.target = scalars.target;
-            changed = true;
+        for (const part of wholeParts) {
+            const json = JSON.stringify(scalars[part]);
+            if (json !== subscriber.sentWhole.get(part)) {
+                subscriber.sentWhole.set(part, json);
+                Object.assign(delta, {[part]: scalars[part]});
+                changed = true;
+            }
         }
         const seriesCursor = this.source.seriesCursor();
         if (seriesCursor !== subscriber.seriesCursor) {

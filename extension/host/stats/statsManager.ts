@@ -19,13 +19,17 @@
  *   `prefixCacheWindowRequests` requests (vLLM's CachingMetrics), not over time.
  * - Per client label (ClientStatsTable): the ledger and the finished requests' final token counts,
  *   and each client's own TTFTs and ITLs (ITL samples carry their request's label in the iteration stats).
+ * - Active periods (ActivityPeriods): from a request arriving with none in flight to the last one in
+ *   flight finishing; the last that ended, with its average rates, is the view's `lastActive`, so an
+ *   idle view can say how fast the last work went.
  */
 import {quantileOfSorted} from "./percentiles.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {TargetView} from "../../../protocol/targetView.js";
 import type {
-    BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, StatsCounters, StatsGauges, StatsSnapshotView, TimeSeriesPoint
+    ActivePeriodView, BenchTotals, EngineStateName, HistogramMetric, RequestLedgerView, StatsCounters, StatsGauges, StatsSnapshotView,
+    TimeSeriesPoint
 } from "../../../protocol/statsView.js";
 import type {EngineClientState, EngineObserver, RejectedMessage} from "../engineClient/engineObserver.js";
 import type {EngineStep} from "../engineClient/engineStep.js";
@@ -86,6 +90,7 @@ export class StatsManager implements EngineObserver {
     private readonly finishedWindow: SlidingWindowSum;
     private readonly prefixCacheWindow: CachingMetrics;
     private readonly series: RingBuffer<TimeSeriesPoint>;
+    private readonly activity = new ActivityPeriods();
     private maxModelLen: number | undefined;
     private target: TargetView | null = null;
     private resetAt: number;
@@ -171,6 +176,7 @@ export class StatsManager implements EngineObserver {
             this.totals.promptTokens += iteration.promptTokens;
             this.promptTokensWindow.add(now, iteration.promptTokens);
         }
+        this.activity.addTokens(iteration.promptTokens, iteration.generationTokens);
         for (const ttft of iteration.ttftS)
             this.metrics.observe("ttft", ttft, now);
         const {itlS, itlClients} = iteration;
@@ -372,6 +378,7 @@ export class StatsManager implements EngineObserver {
         this.finishedWindow.clear();
         this.prefixCacheWindow.reset();
         this.series.clear();
+        this.activity.reset(now, this.inFlight.size > 0);
         for (const [serial, entry] of this.recent)
             if (entry.lifecycle.phase === "finished")
                 this.recent.delete(serial);
@@ -409,6 +416,8 @@ export class StatsManager implements EngineObserver {
         const entry: LedgerEntry = {serial: this.serial++, version: 0, lifecycle, client, ttftSeen: false};
         client.arrive();
         this.totals.arrived++;
+        if (this.inFlight.size === 0)
+            this.activity.start(lifecycle.arrival);
         this.inFlight.set(lifecycle, entry);
         this.recent.set(entry.serial, entry);
         if (this.recent.size > this.options.maxRecentRequests)
@@ -425,6 +434,7 @@ export class StatsManager implements EngineObserver {
         this.totals.finishedPromptTokens += lifecycle.promptTokens;
         this.totals.finishedGenerationTokens += lifecycle.generatedTokens;
         this.finishedWindow.add(now, 1);
+        this.activity.finishRequest(lifecycle.lastDelivered ?? lifecycle.finished ?? now, this.inFlight.size === 0);
         const metrics = this.metrics;
         const {e2eS, queueS, prefillS, decodeS, inferenceS, tpotS} = lifecycle.metrics;
         if (e2eS !== undefined) metrics.observe("e2e", e2eS, now);
@@ -459,7 +469,8 @@ export class StatsManager implements EngineObserver {
             percentiles: this.metrics.percentiles(now, percentileMaxAgeMs),
             histograms: this.metrics.histogramViews(),
             clients: this.clients.views(now, percentileMaxAgeMs),
-            target: this.target === null ? null : structuredClone(this.target)
+            target: this.target === null ? null : structuredClone(this.target),
+            lastActive: this.activity.last
         };
     }
 
@@ -505,6 +516,55 @@ export class StatsManager implements EngineObserver {
         } catch (error) {
             this.options.onError(error);
         }
+    }
+}
+
+/**
+ * Active periods: one starts when a request arrives with none in flight (at its arrival) and ends when
+ * the last one in flight finishes (at its finish's delivery); `last` is the most recent that ended.
+ */
+class ActivityPeriods {
+    /** The most recent period that ended; replaced whole (views may hold it). */
+    last: ActivePeriodView | null = null;
+    private current: {startedAt: number, promptTokens: number, generationTokens: number, requests: number} | undefined;
+
+    start(at: number): void {
+        this.current = {startedAt: at, promptTokens: 0, generationTokens: 0, requests: 0};
+    }
+
+    addTokens(promptTokens: number, generationTokens: number): void {
+        if (this.current === undefined)
+            return;
+        this.current.promptTokens += promptTokens;
+        this.current.generationTokens += generationTokens;
+    }
+
+    /** A request finished at `at`; `wasLast`: none is in flight any more, so the period ends there. */
+    finishRequest(at: number, wasLast: boolean): void {
+        const current = this.current;
+        if (current === undefined)
+            return;
+        current.requests++;
+        if (!wasLast)
+            return;
+        this.current = undefined;
+        const endedAt = Math.max(current.startedAt, at);
+        const seconds = (endedAt - current.startedAt) / 1000;
+        const perS = (count: number): number => seconds > 0 ? count / seconds : 0;
+        this.last = {
+            startedAt: current.startedAt, endedAt,
+            promptTokens: current.promptTokens, generationTokens: current.generationTokens, requests: current.requests,
+            promptTokensPerS: perS(current.promptTokens), generationTokensPerS: perS(current.generationTokens),
+            requestsPerS: perS(current.requests)
+        };
+    }
+
+    /** Forgets every period; requests still in flight start a new one now. */
+    reset(now: number, busy: boolean): void {
+        this.last = null;
+        this.current = undefined;
+        if (busy)
+            this.start(now);
     }
 }
 
