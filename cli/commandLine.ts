@@ -8,6 +8,7 @@
 import {parseArgs} from "node:util";
 import {errorMessage} from "../common/errorMessage.js";
 import type {CliIo} from "./cliIo.js";
+import {joinNegativeNumberValues} from "./optionValues.js";
 
 export type CliOption =
     | {type: "string", short?: string, placeholder: string, description: string, required?: boolean}
@@ -73,7 +74,11 @@ export function parseCommandArgs<Options extends CliOptions>(command: CommandLin
     let values: Record<string, string | boolean | undefined>;
     let positionals: string[];
     try {
-        ({values, positionals} = parseArgs({args, options: spec, strict: true, allowPositionals: command.positionals !== undefined}));
+        const valueOptions = new Set(Object.entries(command.options).flatMap(([name, option]) => option.type === "string" ? [name] : []));
+        ({values, positionals} = parseArgs({
+            args: joinNegativeNumberValues(args, valueOptions), options: spec, strict: true,
+            allowPositionals: command.positionals !== undefined
+        }));
     } catch (error) {
         if (args.includes("--help") || args.includes("-h"))
             return {help: true, values: {}, positionals: []};

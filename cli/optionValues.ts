@@ -41,3 +41,26 @@ export function choiceValue<Choice extends string>(name: string, raw: string | u
     }
     return raw as Choice;
 }
+
+/**
+ * `--threads -1` → `--threads=-1` for every option that takes a value: node's parseArgs reads a
+ * value starting with "-" as another option ("argument is ambiguous"), so a negative number would
+ * never reach the checks above that say what the flag needs.
+ */
+export function joinNegativeNumberValues(args: readonly string[], valueOptions: ReadonlySet<string>): string[] {
+    const joined: string[] = [];
+    for (let i = 0; i < args.length; i++) {
+        const arg = args[i]!;
+        if (arg === "--") {
+            joined.push(...args.slice(i));
+            break;
+        }
+        const next = args[i + 1];
+        if (arg.startsWith("--") && valueOptions.has(arg.slice(2)) && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+            joined.push(`${arg}=${next}`);
+            i++;
+        } else
+            joined.push(arg);
+    }
+    return joined;
+}

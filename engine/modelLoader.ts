@@ -5,6 +5,7 @@ import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
 import {nowMs} from "../common/clock.js";
+import {errorMessage} from "../common/errorMessage.js";
 
 export type LoadedModel = {
     llama: Llama,
@@ -35,16 +36,20 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         logLevel: LlamaLogLevel.error,
         progressLogs: false
     });
-    const model = await llama.loadModel({
+    const errorLevels = [LlamaLogLevel.error, LlamaLogLevel.fatal];
+    const model = await loadingWithLlamaErrors(llama, errorLevels, () => llama.loadModel({
         modelPath,
         onLoadProgress: (progress) => onProgress(0.05 + 0.85 * progress)
-    });
+    }));
     const threads = options.threads ?? defaultThreads(llama.cpuMathCores || os.availableParallelism());
     const parallel = options.parallel ?? defaultEngineOptions.parallel;
-    const contextSize = Math.min(options.contextSize ?? defaultEngineOptions.contextSize, model.trainContextSize);
+    // An absurd training context (validateModelFile treats it as unknown) must not cap the context: 2^32 − 1 reads as −1.
+    const trainContextLength = validated.contextLength ?? Infinity;
+    const contextSize = Math.min(options.contextSize ?? defaultEngineOptions.contextSize, trainContextLength);
     let context: LlamaContext;
     try {
-        context = await model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}});
+        context = await loadingWithLlamaErrors(llama, errorLevels, () =>
+            model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}}));
     } catch (error) {
         await model.dispose();
         throw error;
@@ -70,7 +75,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
                 parameterCount: validated.parameterCount,
                 quantization: validated.quantization,
                 sizeBytes: validated.sizeBytes,
-                trainContextLength: model.trainContextSize
+                trainContextLength: validated.contextLength ?? context.contextSize
             },
             contextSize: context.contextSize,
             parallel,
@@ -81,4 +86,42 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             loadMs: nowMs() - started
         }
     };
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama.cpp explains why a model failed to load only in its log ("error loading model: missing
+// tensor …"); node-llama-cpp then throws a bare "Failed to load model". This adds the logged reason.
+
+type LogLevel = Parameters<Llama["logger"]>[0];
+
+/** How many of the last error lines the message keeps. */
+const keptLines = 3;
+
+/** Runs `load`; when it throws, rethrows with llama.cpp's last error log lines appended to the message. */
+async function loadingWithLlamaErrors<T>(llama: Llama, errorLevels: readonly LogLevel[], load: () => Promise<T>): Promise<T> {
+    const previous = llama.logger;
+    const errors: string[] = [];
+    llama.logger = (level, message) => {
+        if (errorLevels.includes(level))
+            errors.push(...message.split("\n").map((line) => line.trim()).filter((line) => line !== ""));
+        previous(level, message);
+    };
+    try {
+        return await load();
+    } catch (error) {
+        // The native log reaches JS asynchronously: let lines queued before the failure arrive.
+        await new Promise((resolve) => setImmediate(resolve));
+        const reasons = [...new Set(errors.map(reasonOf))].filter((line) => !/failed to load model$/i.test(line)).slice(-keptLines);
+        const message = errorMessage(error);
+        if (reasons.length === 0 || reasons.every((reason) => message.includes(reason)))
+            throw error;
+        throw new Error(`${message}: ${reasons.join("; ")}`, {cause: error});
+    } finally {
+        llama.logger = previous;
+    }
+}
+
+/** "llama_model_load: error loading model: missing tensor 'x'" → "missing tensor 'x'". */
+function reasonOf(line: string): string {
+    return line.replace(/^(?:[a-z_]+:\s*)?error loading model:\s*/i, "").replace(/^[a-z_]+:\s*/i, "");
 }

@@ -51,7 +51,7 @@ export interface ValidatedModelInfo {
     readonly architecture: string,
     /** `general.name`, or the file name without `.gguf` when absent. */
     readonly name: string,
-    /** Training context length (`<arch>.context_length`), if present. */
+    /** Training context length (`<arch>.context_length`), if present and plausible (at most {@link maxPlausibleContextLength}). */
     readonly contextLength: number | undefined,
     /** Sum of the element counts of all tensors. */
     readonly parameterCount: number,
@@ -144,6 +144,7 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
         throw fail("BAD_METADATA", `GGUF metadata is missing general.architecture: ${file}`);
 
     const tokens = lookup(metadata, ["tokenizer", "ggml", "tokens"]);
+    checkBlockCount(metadata, architecture, scan.tensors, file);
     checkTokenizer(metadata, architecture, file);
     if (architecture === "llama") checkLlamaHyperParameters(metadata, file);
 
@@ -158,7 +159,7 @@ async function validate(file: string): Promise<ValidatedModelInfo> {
         // The one place the name is read: shown in the panel, the status bar, logs and the terminal.
         name: (typeof generalName === "string" ? displayText(generalName, maxModelNameLength) : "")
             || displayText(path.basename(file).replace(/\.gguf$/i, ""), maxModelNameLength),
-        contextLength: positiveInteger(lookup(metadata, [architecture, "context_length"])),
+        contextLength: plausibleContextLength(lookup(metadata, [architecture, "context_length"])),
         parameterCount: scan.tensors.reduce((sum, t) => sum + t.elementCount, 0),
         tensorCount: scan.tensors.length,
         fileType,
@@ -223,32 +224,138 @@ function checkLlamaHyperParameters(metadata: unknown, file: string): void {
     if (rope !== undefined && rope !== headSize) throw bad("rope.dimension_count", rope, ` — llama.cpp requires the head size ${headSize}`);
 }
 
+/** llama.cpp's LLAMA_MAX_LAYERS: it asserts (aborting the process) that `<arch>.block_count` is in 1..512. */
+const maxBlockCount = 512;
+
+/**
+ * `<arch>.block_count` must be in llama.cpp's range and match the `blk.N.` tensors: every index
+ * below it has tensors and none is at or above it. `<arch>.nextn_predict_layers` (asserted too) may
+ * not exceed it.
+ */
+function checkBlockCount(metadata: unknown, architecture: string, tensors: readonly ScannedTensor[], file: string): void {
+    const bad = (message: string): ModelFileError => new ModelFileError("BAD_METADATA", `${message}: ${file}`, file);
+    const value = lookup(metadata, [architecture, "block_count"]);
+    if (value === undefined) return; // llama.cpp reports a missing key cleanly (llama: checked with the required keys)
+    const blockCount = positiveInteger(value);
+    if (blockCount === undefined || blockCount > maxBlockCount)
+        throw bad(`GGUF metadata has an invalid ${architecture}.block_count (${formatValue(value)}) — llama.cpp supports 1 to ${maxBlockCount} layers`);
+    const indices = new Set<number>();
+    for (const tensor of tensors) {
+        const match = /^blk\.(\d+)\./.exec(tensor.name);
+        if (match) indices.add(Number(match[1]));
+    }
+    if (indices.size > 0) {
+        const beyond = [...indices].filter((i) => i >= blockCount).sort((a, b) => a - b);
+        if (beyond.length > 0)
+            throw bad(`GGUF metadata says ${architecture}.block_count = ${blockCount}, but the file has tensors for layer ${beyond[0]}`);
+        const missing = Array.from({length: blockCount}, (_, i) => i).find((i) => !indices.has(i));
+        if (missing !== undefined)
+            throw bad(`GGUF metadata says ${architecture}.block_count = ${blockCount}, but the file has no tensors for layer ${missing}`);
+    }
+    const nextn = lookup(metadata, [architecture, "nextn_predict_layers"]);
+    if (nextn !== undefined && !(nextn === 0 || (positiveInteger(nextn) ?? Infinity) <= blockCount))
+        throw bad(`GGUF metadata has an invalid ${architecture}.nextn_predict_layers (${formatValue(nextn)}) — at most ${architecture}.block_count (${blockCount})`);
+}
+
+/** Tokenizer models (`tokenizer.ggml.model`) llama.cpp knows; "none"/"no_vocab" are refused separately. */
+const knownTokenizerModels = ["llama", "gpt2", "bert", "t5", "rwkv", "plamo2", "gemma4", "whitespace", "hybriddna"];
+/** BPE tokenizer models: llama.cpp needs `tokenizer.ggml.merges` for them. */
+const bpeTokenizerModels = ["gpt2", "gemma4", "whitespace", "hybriddna"];
+/** `tokenizer.ggml.token_type` of a byte token (llama_token_type LLAMA_TOKEN_TYPE_BYTE). */
+const BYTE_TOKEN_TYPE = 6;
+
+/**
+ * The vocabulary must suit its tokenizer model: llama.cpp aborts the process (asserts, or C++
+ * exceptions it does not catch) on duplicate tokens, on byte tokens in a bert (WordPiece)
+ * vocabulary, on a SentencePiece vocabulary that cannot encode every byte, and on an rwkv
+ * vocabulary without every single byte; and it cannot tokenize at all without a vocabulary.
+ */
 function checkTokenizer(metadata: unknown, architecture: string, file: string): void {
     const bad = (message: string): ModelFileError => new ModelFileError("BAD_METADATA", `${message}: ${file}`, file);
     const tokens = lookup(metadata, ["tokenizer", "ggml", "tokens"]);
     const model = lookup(metadata, ["tokenizer", "ggml", "model"]);
+    if (model === "none" || model === "no_vocab")
+        throw bad(`GGUF model has no vocabulary (tokenizer.ggml.model = ${JSON.stringify(model)}), so it cannot tokenize prompts`);
     if (tokens === undefined) {
-        if (architecture === "llama" && model !== "no_vocab" && model !== "none")
+        if (architecture === "llama")
             throw bad("GGUF metadata is missing required key tokenizer.ggml.tokens");
         return;
     }
     if (!Array.isArray(tokens) || tokens.length === 0 || tokens.some((t) => typeof t !== "string"))
         throw bad("GGUF metadata has an invalid tokenizer.ggml.tokens (expected a non-empty string array)");
+    const texts = tokens as string[];
     for (const key of ["scores", "token_type"]) {
         const values = lookup(metadata, ["tokenizer", "ggml", key]);
-        if (values !== undefined && (!Array.isArray(values) || values.length !== tokens.length))
-            throw bad(`GGUF metadata tokenizer.ggml.${key} has ${Array.isArray(values) ? values.length : "no"} entries, expected ${tokens.length}`);
+        if (values !== undefined && (!Array.isArray(values) || values.length !== texts.length))
+            throw bad(`GGUF metadata tokenizer.ggml.${key} has ${Array.isArray(values) ? values.length : "no"} entries, expected ${texts.length}`);
+    }
+    if (model === undefined) throw bad("GGUF metadata is missing required key tokenizer.ggml.model");
+    if (typeof model !== "string" || !knownTokenizerModels.includes(model))
+        throw bad(`GGUF metadata has an unknown tokenizer.ggml.model ${typeof model === "string" ? printable(model) : JSON.stringify(model)} (llama.cpp knows ${knownTokenizerModels.join(", ")})`);
+
+    // llama.cpp replaces an empty token by "[EMPTY_<id>]", then asserts that no two tokens are equal.
+    const ids = new Map<string, number>();
+    for (let i = 0; i < texts.length; i++) {
+        const text = texts[i] === "" ? `[EMPTY_${i}]` : texts[i]!;
+        const first = ids.get(text);
+        if (first !== undefined) throw bad(`GGUF vocabulary has token ${printable(text)} twice (ids ${first} and ${i})`);
+        ids.set(text, i);
+    }
+
+    const tokenTypes = lookup(metadata, ["tokenizer", "ggml", "token_type"]);
+    const types = Array.isArray(tokenTypes) ? tokenTypes : undefined;
+    if (model === "bert") {
+        const byteToken = types?.indexOf(BYTE_TOKEN_TYPE) ?? -1;
+        if (byteToken >= 0)
+            throw bad(`GGUF vocabulary has byte token ${byteToken} (${printable(texts[byteToken]!)}), which a bert (WordPiece) tokenizer cannot decode — is tokenizer.ggml.model wrong?`);
+    }
+    if (bpeTokenizerModels.includes(model) && lookup(metadata, ["tokenizer", "ggml", "pre"]) !== "kimi-k2") {
+        const merges = lookup(metadata, ["tokenizer", "ggml", "merges"]);
+        if (!Array.isArray(merges) || merges.some((m) => typeof m !== "string"))
+            throw bad(`GGUF metadata is missing tokenizer.ggml.merges, which a ${model} (BPE) tokenizer needs`);
+    }
+    if (model === "rwkv") {
+        const singleBytes = new Set(texts.map(rwkvTokenBytes).filter((bytes) => bytes.length === 1).map((bytes) => bytes[0]));
+        const missing = Array.from({length: 256}, (_, b) => b).find((b) => !singleBytes.has(b));
+        if (missing !== undefined)
+            throw bad(`GGUF rwkv vocabulary has no token for the byte 0x${hexByte(missing)}; an rwkv tokenizer needs all 256`);
     }
     if (model !== "llama") return;
     // SentencePiece byte fallback looks tokens up as "<0x%02X>": lower-case byte tokens break it.
-    const tokenTypes = lookup(metadata, ["tokenizer", "ggml", "token_type"]);
-    const types = Array.isArray(tokenTypes) ? tokenTypes : undefined;
-    for (let i = 0; i < tokens.length; i++) {
-        const token: unknown = tokens[i];
-        const isByteToken = types !== undefined ? types[i] === 6 : typeof token === "string" && /^<0x[0-9a-f]{2}>$/i.test(token);
-        if (isByteToken && !(typeof token === "string" && /^<0x[0-9A-F]{2}>$/.test(token)))
+    for (let i = 0; i < texts.length; i++) {
+        const token = texts[i]!;
+        const isByteToken = types !== undefined ? types[i] === BYTE_TOKEN_TYPE : /^<0x[0-9a-f]{2}>$/i.test(token);
+        if (isByteToken && !/^<0x[0-9A-F]{2}>$/.test(token))
             throw bad(`GGUF byte token ${i} is ${JSON.stringify(token)}; llama tokenizers need upper-case hex like <0xAB>`);
     }
+    // Text that no piece covers falls back to "<0xXX>" byte tokens (or the byte itself as a token): one missing aborts.
+    for (let b = 0; b < 256; b++) {
+        if (!ids.has(`<0x${hexByte(b)}>`) && !(b < 0x80 && ids.has(String.fromCharCode(b))))
+            throw bad(`GGUF llama (SentencePiece) vocabulary has no byte token <0x${hexByte(b)}>; llama.cpp needs all 256 for text outside the vocabulary`);
+    }
+}
+
+function hexByte(byte: number): string {
+    return byte.toString(16).toUpperCase().padStart(2, "0");
+}
+
+/** The bytes an rwkv token stands for: llama.cpp unescapes \t, \n, \r, \xHH and \<char>. */
+function rwkvTokenBytes(text: string): number[] {
+    const bytes = [...Buffer.from(text, "utf8")];
+    const out: number[] = [];
+    for (let i = 0; i < bytes.length; i++) {
+        if (bytes[i] !== 0x5c || i + 1 >= bytes.length) {
+            out.push(bytes[i]!);
+            continue;
+        }
+        const next = String.fromCharCode(bytes[++i]!);
+        if (next === "x") {
+            out.push(parseInt(String.fromCharCode(bytes[i + 1] ?? 0x30, bytes[i + 2] ?? 0x30), 16) & 0xff);
+            i += 2;
+        } else
+            out.push(({t: 9, n: 10, r: 13} as Record<string, number>)[next] ?? bytes[i]!);
+    }
+    return out;
 }
 
 function lookup(root: unknown, keys: readonly string[]): unknown {
@@ -258,6 +365,17 @@ function lookup(root: unknown, keys: readonly string[]): unknown {
         node = (node as Record<string, unknown>)[key];
     }
     return node;
+}
+
+/**
+ * Context lengths above this are treated as unknown: the longest real models declare about 10M
+ * tokens, and llama.cpp reads the key as int32, so e.g. 2^32 − 1 becomes −1 and a 1-token context.
+ */
+export const maxPlausibleContextLength = 1 << 24;
+
+function plausibleContextLength(value: unknown): number | undefined {
+    const n = positiveInteger(value);
+    return n !== undefined && n <= maxPlausibleContextLength ? n : undefined;
 }
 
 function positiveInteger(value: unknown): number | undefined {

@@ -7,6 +7,7 @@ import {fork} from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import {pathToFileURL} from "node:url";
 import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
@@ -15,6 +16,8 @@ import {parseEngineToHost, type EngineToHost} from "../../protocol/engineMessage
 import {statsSecretHeader} from "../../protocol/statsChannel.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {EngineClient, EngineLoadError, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
+import {demoModelGgufSpec} from "../../engine/model/demoModel.js";
+import {writeGguf, type GgufMetadataValue} from "../../engine/model/ggufWriter.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
 const prompt = "Once upon a time";
@@ -63,6 +66,66 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
         });
     });
 }
+
+/**
+ * An engine entry that hands the file to llama.cpp without any validation: a stand-in for a file
+ * the validator does not know to be fatal.
+ */
+function unvalidatedEngineEntry(): string {
+    const entry = path.join(tempDir(), "unvalidatedEngine.mjs");
+    const nodeLlamaCpp = pathToFileURL(path.resolve("node_modules/node-llama-cpp/dist/index.js")).href;
+    fs.writeFileSync(entry, [
+        `import {getLlama} from ${JSON.stringify(nodeLlamaCpp)};`,
+        `const {modelPath} = JSON.parse(process.env[${JSON.stringify(engineOptionsEnv)}]);`,
+        "const llama = await getLlama({gpu: false, build: \"never\"});",
+        "await llama.loadModel({modelPath});",
+        "process.send({type: \"loadFailed\", error: {name: \"Error\", message: \"loaded without crashing\"}});"
+    ].join("\n"));
+    return entry;
+}
+
+async function writeModel(file: string, set: Record<string, GgufMetadataValue>): Promise<string> {
+    const spec = demoModelGgufSpec({size: "tiny", seed: 0});
+    const handle = await fs.promises.open(file, "w");
+    try {
+        await writeGguf(handle, spec.metadata.map((entry) => entry.key in set ? {key: entry.key, value: set[entry.key]!} : entry), spec.tensors);
+    } finally {
+        await handle.close();
+    }
+    return file;
+}
+
+describe("in-process engine: a file loads in a check process first", () => {
+    test("a file that aborts llama.cpp gives a clear error, and the host lives on", async () => {
+        const file = await writeModel(path.join(tempDir(), "bert.gguf"), {"tokenizer.ggml.model": {type: "string", value: "bert"}});
+        const client = new EngineClient({mode: "inProcess", modelPath: file, engineEntryFile: unvalidatedEngineEntry(), statsIntervalMs: 0});
+        await assert.rejects(client.start(), (error: unknown) => {
+            assert.ok(error instanceof EngineLoadError, String(error));
+            assert.match(error.message, /^the model crashed llama\.cpp in a check process: signal SIGABRT\n/);
+            assert.match(error.message, /llama-vocab\.cpp.*fatal error/, "the end of its stderr");
+            return true;
+        });
+        assert.equal(client.state, "stopped");
+    });
+
+    test("a file that loaded once is not checked again this session, until it changes", async () => {
+        const file = path.join(tempDir(), "tiny.gguf");
+        fs.copyFileSync(await tinyModelPath(), file);
+        const options = {mode: "inProcess", modelPath: file, threads: 1, statsIntervalMs: 0} as const;
+        const first = new EngineClient(options);
+        await first.start();
+        await first.stop();
+        // A check now would fail: its entry file does not exist.
+        const missingEntry = path.join(tempDir(), "no-such-engine.js");
+        const second = new EngineClient({...options, engineEntryFile: missingEntry});
+        assert.equal((await second.start()).model.path, file);
+        await second.stop();
+        const later = new Date(Date.now() + 5000);
+        fs.utimesSync(file, later, later);
+        const third = new EngineClient({...options, engineEntryFile: missingEntry});
+        await assert.rejects(third.start(), /the model crashed llama\.cpp in a check process: exit code 1/);
+    });
+});
 
 describe("engine process: malformed IPC messages", () => {
     test("unknown types and bad shapes are rejected with a reason; the engine keeps serving", async () => {

@@ -5,13 +5,14 @@ import os from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import {demoModelGgufSpec, demoModelSizes, writeDemoModel, type DemoModelGgufSpec} from "../../engine/model/demoModel.js";
-import {computeGgufLayout, writeGguf} from "../../engine/model/ggufWriter.js";
+import {computeGgufLayout, writeGguf, type GgufMetadataValue} from "../../engine/model/ggufWriter.js";
 import {maxModelNameLength} from "../../common/displayText.js";
 import {ModelFileError, validateModelFile, type ModelFileErrorCode} from "../../engine/model/validateModel.js";
+import {stories260KPath} from "../helpers/sharedModels.js";
 
 // None of these tests may load a model natively: llama.cpp aborts the process on some of these files.
 
-const STORIES_260K = "/work/shared/models/stories260K.gguf";
+const STORIES_260K = stories260KPath;
 
 let tmpDir = "";
 let tinyModel = "";
@@ -157,7 +158,8 @@ describe("validateModelFile rejects bad files before any native load", () => {
         await assertRejects(file, "BAD_METADATA", /version 1/);
     });
 
-    test("corrupted headers only ever produce ModelFileError (and never hang)", async () => {
+    // Whether each kind of corruption is refused (with which reason) or loads: corruptGguf.test.ts.
+    test("random header corruption never throws anything but ModelFileError (and never hangs)", async () => {
         const original = await fs.readFile(tinyModel);
         const spec = demoModelGgufSpec({size: "tiny", seed: 0});
         const headerLength = computeGgufLayout(spec.metadata, spec.tensors).header.length;
@@ -180,7 +182,84 @@ describe("validateModelFile rejects bad files before any native load", () => {
     });
 });
 
+const setValue = (key: string, value: GgufMetadataValue) => (spec: DemoModelGgufSpec): DemoModelGgufSpec => ({
+    ...spec,
+    metadata: spec.metadata.some((entry) => entry.key === key)
+        ? spec.metadata.map((entry) => (entry.key === key ? {key, value} : entry))
+        : [...spec.metadata, {key, value}]
+});
+const u32 = (value: number): GgufMetadataValue => ({type: "uint32", value});
+const tokenizerModel = (model: string) => setValue("tokenizer.ggml.model", {type: "string", value: model});
+const mapTokens = (map: (token: string, id: number) => string) => (spec: DemoModelGgufSpec): DemoModelGgufSpec => ({
+    ...spec,
+    metadata: spec.metadata.map((entry) => entry.key === "tokenizer.ggml.tokens" && entry.value.type === "stringArray"
+        ? {key: entry.key, value: {type: "stringArray", value: entry.value.value.map(map)}}
+        : entry)
+});
+const withoutByteTypes = (spec: DemoModelGgufSpec): DemoModelGgufSpec => ({
+    ...spec,
+    metadata: spec.metadata.map((entry) => entry.key === "tokenizer.ggml.token_type" && entry.value.type === "int32Array"
+        ? {key: entry.key, value: {type: "int32Array", value: Array.from(entry.value.value, (t) => (t === 6 ? 1 : t))}}
+        : entry)
+});
+
+describe("validateModelFile rejects what llama.cpp would abort on", () => {
+    test("block_count outside llama.cpp's 1..512 layers", async () => {
+        for (const count of [513, 100_000])
+            await assertRejects(await writeVariant(`blocks-${count}.gguf`, setValue("llama.block_count", u32(count))), "BAD_METADATA",
+                new RegExp(`invalid llama\\.block_count \\(${count}\\) — llama\\.cpp supports 1 to 512 layers`));
+    });
+
+    test("block_count inconsistent with the blk.N tensors", async () => {
+        await assertRejects(await writeVariant("blocks-3.gguf", setValue("llama.block_count", u32(3))), "BAD_METADATA",
+            /block_count = 3, but the file has tensors for layer 3/);
+        await assertRejects(await writeVariant("blocks-5.gguf", setValue("llama.block_count", u32(5))), "BAD_METADATA",
+            /block_count = 5, but the file has no tensors for layer 4/);
+        await assertRejects(await writeVariant("nextn.gguf", setValue("llama.nextn_predict_layers", u32(9))), "BAD_METADATA",
+            /nextn_predict_layers \(9\) — at most llama\.block_count \(4\)/);
+    });
+
+    test("a tokenizer model its vocabulary does not suit", async () => {
+        await assertRejects(await writeVariant("tok-bert.gguf", tokenizerModel("bert")), "BAD_METADATA",
+            /byte token 3 \(<0x00>\), which a bert \(WordPiece\) tokenizer cannot decode/);
+        for (const model of ["none", "no_vocab"])
+            await assertRejects(await writeVariant(`tok-${model}.gguf`, tokenizerModel(model)), "BAD_METADATA", /has no vocabulary/);
+        await assertRejects(await writeVariant("tok-foo.gguf", tokenizerModel("foo")), "BAD_METADATA", /unknown tokenizer\.ggml\.model foo/);
+        await assertRejects(await writeVariant("tok-missing.gguf", withoutKey("tokenizer.ggml.model")), "BAD_METADATA",
+            /missing required key tokenizer\.ggml\.model/);
+        for (const model of ["gpt2", "gemma4", "whitespace", "hybriddna"])
+            await assertRejects(await writeVariant(`tok-${model}.gguf`, tokenizerModel(model)), "BAD_METADATA",
+                new RegExp(`missing tokenizer\\.ggml\\.merges, which a ${model} \\(BPE\\) tokenizer needs`));
+        await assertRejects(await writeVariant("tok-rwkv.gguf", tokenizerModel("rwkv")), "BAD_METADATA",
+            /rwkv vocabulary has no token for the byte 0x00/);
+    });
+
+    test("duplicate tokens, and a llama vocabulary missing byte tokens", async () => {
+        await assertRejects(await writeVariant("dup.gguf", mapTokens((t, id) => (id === 5 ? "<0x03>" : t))), "BAD_METADATA",
+            /token <0x03> twice \(ids 5 and 6\)/);
+        const noBytes = mapTokens((t) => t.replace(/^<0x([0-9A-F]{2})>$/, "<b$1>"));
+        await assertRejects(await writeVariant("no-bytes.gguf", (spec) => withoutByteTypes(noBytes(spec))), "BAD_METADATA",
+            /no byte token <0x00>; llama\.cpp needs all 256/);
+    });
+
+    test("tokenizer models the vocabulary suits pass", async () => {
+        for (const model of ["t5", "plamo2"])
+            assert.equal((await validateModelFile(await writeVariant(`tok-ok-${model}.gguf`, tokenizerModel(model)))).vocabSize,
+                demoModelSizes.tiny.vocabSize);
+        await validateModelFile(await writeVariant("tok-ok-bert.gguf", (spec) => withoutByteTypes(tokenizerModel("bert")(spec))));
+        await validateModelFile(await writeVariant("tok-ok-gpt2.gguf", (spec) =>
+            setValue("tokenizer.ggml.merges", {type: "stringArray", value: ["t h"]})(tokenizerModel("gpt2")(spec))));
+    });
+});
+
 describe("validateModelFile accepts valid models", () => {
+    test("an absurd context_length is treated as unknown", async () => {
+        for (const length of [2 ** 32 - 1, 2 ** 24 + 1])
+            assert.equal((await validateModelFile(await writeVariant(`ctx-${length}.gguf`, setValue("llama.context_length", u32(length))))).contextLength,
+                undefined, String(length));
+        assert.equal((await validateModelFile(await writeVariant("ctx-2^24.gguf", setValue("llama.context_length", u32(2 ** 24))))).contextLength, 2 ** 24);
+    });
+
     test("the tiny demo model", async () => {
         const info = await validateModelFile(tinyModel);
         const {size} = await fs.stat(tinyModel);

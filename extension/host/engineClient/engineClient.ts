@@ -12,6 +12,7 @@ import type {EngineClientState, EngineLogLevel, EngineObserver, RejectedMessage}
 import type {EngineStep} from "./engineStep.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 import {InProcessTransport} from "./inProcessTransport.js";
+import {checkModelLoadsInChildProcess, ModelLoadCheckError} from "./modelLoadCheck.js";
 import {OutputProcessor} from "./outputProcessor.js";
 import {RequestHandle} from "./requestHandle.js";
 import {StatsChannelServer} from "./statsChannelServer.js";
@@ -22,7 +23,7 @@ export type EngineMode = "process" | "inProcess";
 export type EngineClientOptions = Omit<EngineOptions, "statsChannel"> & {
     /** Run the engine in its own process (default) or inside this one. */
     mode?: EngineMode,
-    /** Engine entry file for process mode. Default: the bundled `engineMain.js`. */
+    /** Engine entry file for process mode, and for the check process of in-process mode. Default: the bundled `engineMain.js`. */
     engineEntryFile?: string,
     /** Give up waiting for the model to load after this long. Default 10 minutes. */
     startTimeoutMs?: number,
@@ -111,6 +112,8 @@ export class EngineClient {
     async start(): Promise<EngineInfo> {
         if (this.transport !== undefined)
             throw new Error("engine already started");
+        if (this.mode === "inProcess")
+            await this.checkModelOutOfProcess();
         const statsIntervalMs = this.options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs;
         const engineOptions: EngineOptions = {...stripClientOptions(this.options), statsIntervalMs};
         if (statsIntervalMs > 0) {
@@ -152,6 +155,18 @@ export class EngineClient {
         } catch (error) {
             await this.stop();
             throw error;
+        }
+    }
+
+    /** In-process, llama.cpp aborting on a bad file would kill the host: the file must first load in a child process. */
+    private async checkModelOutOfProcess(): Promise<void> {
+        this.setState("loading");
+        try {
+            const {engineEntryFile, startTimeoutMs} = this.options;
+            await checkModelLoadsInChildProcess(stripClientOptions(this.options), engineEntryFile, startTimeoutMs);
+        } catch (error) {
+            this.setState("stopped");
+            throw error instanceof ModelLoadCheckError ? new EngineLoadError(error.message, error.code) : error;
         }
     }
 

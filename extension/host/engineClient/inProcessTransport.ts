@@ -6,7 +6,8 @@ import type {EngineExit, EngineTransport} from "./engineTransport.js";
 /**
  * Runs the engine inside the host process: same Engine, same messages, same stats worker thread and
  * channel, no serialization. Model files are validated in JS before llama.cpp sees them (see
- * modelLoader), since a native abort here would take the host down.
+ * modelLoader), and EngineClient loads each file once in a child process first (modelLoadCheck),
+ * since a native abort here would take the host down.
  */
 export class InProcessTransport implements EngineTransport {
     readonly mode = "inProcess";
