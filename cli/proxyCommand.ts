@@ -35,7 +35,7 @@ export async function proxyCommand(args: string[], io: CliIo): Promise<number> {
         return 1;
     }
     io.stdout(`Proxy: ${proxy.url}/v1 → ${options.upstream} (${target.kind}${target.model !== null ? `, ${target.model}` : ""})\n` +
-        `Dashboard: ${dashboard.url}   Metrics: ${dashboard.url}metrics\nPoint your tools at ${proxy.url}/v1. Ctrl-C stops.\n`);
+        `Dashboard: ${dashboard.url}   Metrics: ${dashboard.baseUrl}metrics\nPoint your tools at ${proxy.url}/v1. Ctrl-C stops.\n`);
     await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);

@@ -22,6 +22,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",
         prefixCache: options.prefixCache,
+        maxWaitingRequests: options.maxWaiting,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.parallel !== undefined ? {parallel: options.parallel} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
@@ -43,7 +44,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         return 1;
     }
     io.stdout(`OpenAI-compatible API: ${server.baseUrl}${options.apiKeys.length > 0 ? " (API key required)" : ""}\n`);
-    io.stdout(`Dashboard: ${server.url}   Metrics: ${server.url}metrics\n`);
+    io.stdout(`Dashboard: ${server.dashboardUrl ?? server.url}   Metrics: ${server.url}metrics\n`);
     io.stdout(`Loading ${options.modelPath ?? "the built-in demo model"}…\n`);
     try {
         const info = await client.start();

@@ -81,7 +81,7 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     monitor.start();
     for (const {monitor: own} of perServer)
         own.start();
-    io.stdout(`Dashboard: ${dashboard.url}   Metrics: ${dashboard.url}metrics\nWatching ${options.urls.join(", ")} every ${options.intervalMs} ms. Ctrl-C stops.\n`);
+    io.stdout(`Dashboard: ${dashboard.url}   Metrics: ${dashboard.baseUrl}metrics\nWatching ${options.urls.join(", ")} every ${options.intervalMs} ms. Ctrl-C stops.\n`);
     await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);

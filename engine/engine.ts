@@ -78,7 +78,9 @@ export class Engine {
         private readonly stats: StatsAgent | undefined,
         private readonly allowDebugRequests: boolean,
         private readonly prefixCache: boolean,
-        private readonly prefillBudget: number
+        private readonly prefillBudget: number,
+        /** Requests that may wait at once (EngineOptions.maxWaitingRequests). */
+        private readonly maxWaiting: number
     ) {
         this.sequenceCapacity = loaded.context.contextSize;
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
@@ -107,7 +109,8 @@ export class Engine {
             ? new StatsAgent(options.statsChannel, statsIntervalMs)
             : undefined;
         const prefillBudget = options.prefillChunkTokens ?? defaultPrefillChunkTokens(loaded.info.backend);
-        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget);
+        const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget,
+            options.maxWaitingRequests ?? defaultEngineOptions.maxWaitingRequests);
         const info: EngineInfo = {...loaded.info, statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
             stats.setVram(info.vramUsedBytes, info.vramTotalBytes);
@@ -202,6 +205,11 @@ export class Engine {
         const invalid = invalidParameter(request, this.allowDebugRequests);
         if (invalid !== undefined)
             return this.finish(active, "error", invalid, "invalid_request");
+        // Refused before its prompt is even tokenized: a full queue costs the engine next to nothing.
+        if (this.queue.length >= this.maxWaiting && !this.slots.some((slot) => slot.request === undefined))
+            return this.finish(active, "error",
+                `the engine's waiting queue is full: ${this.queue.length} requests are waiting, at most ${this.maxWaiting} may ` +
+                "(maxWaitingRequests); retry shortly", "queue_full");
 
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request);

@@ -15,7 +15,7 @@ export const finishReasons = ["stop", "length", "abort", "error"] as const;
 export type FinishReason = typeof finishReasons[number];
 
 /** Why the engine refused or failed a request, so a server in front of it can answer with the right status. */
-export const requestErrorCodes = ["invalid_request", "context_length_exceeded", "engine_error"] as const;
+export const requestErrorCodes = ["invalid_request", "context_length_exceeded", "queue_full", "engine_error"] as const;
 export type RequestErrorCode = typeof requestErrorCodes[number];
 
 export const chatRoles = ["system", "user", "assistant"] as const;

@@ -46,6 +46,12 @@ export type EngineOptions = {
      * measured with `npm run bench:prefill`), 512 on a GPU.
      */
     prefillChunkTokens?: number,
+    /**
+     * Requests that may wait for a sequence at once; one arriving when this many wait (and no sequence
+     * is free) is refused with error code `queue_full`, naming the cap. 0 = never wait: refuse when
+     * every sequence is busy. Preempted requests always go back in line. Default 1024.
+     */
+    maxWaitingRequests?: number,
     /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
     statsIntervalMs?: number,
     /** Where the stats worker connects. Required when `statsIntervalMs` > 0. */
@@ -60,6 +66,7 @@ export const defaultEngineOptions = {
     contextSize: 4096,
     parallel: 4,
     prefixCache: true,
+    maxWaitingRequests: 1024,
     statsIntervalMs: 1000,
     allowDebugRequests: false
 } as const satisfies Partial<EngineOptions>;
@@ -84,6 +91,9 @@ export function checkEngineOptions(options: EngineOptions): void {
     positiveInt("parallel", options.parallel, 256);
     positiveInt("threads", options.threads, 1024);
     positiveInt("prefillChunkTokens", options.prefillChunkTokens, 1 << 20);
+    const maxWaiting = options.maxWaitingRequests;
+    if (maxWaiting !== undefined && (!Number.isInteger(maxWaiting) || maxWaiting < 0 || maxWaiting > 1 << 20))
+        throw new RangeError(`maxWaitingRequests must be an integer between 0 and ${1 << 20}, got ${maxWaiting}`);
     if (options.statsIntervalMs !== undefined && (!Number.isFinite(options.statsIntervalMs) || options.statsIntervalMs < 0))
         throw new RangeError(`statsIntervalMs must be >= 0, got ${options.statsIntervalMs}`);
     if ((options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs) > 0 && options.statsChannel === undefined)

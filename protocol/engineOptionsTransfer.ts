@@ -38,6 +38,8 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (threads !== undefined) options.threads = threads;
     const prefillChunkTokens = optionalInteger(obj, "prefillChunkTokens", what);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
+    const maxWaitingRequests = optionalInteger(obj, "maxWaitingRequests", what);
+    if (maxWaitingRequests !== undefined) options.maxWaitingRequests = maxWaitingRequests;
     const prefixCache = optionalBoolean(obj, "prefixCache", what);
     if (prefixCache !== undefined) options.prefixCache = prefixCache;
     const statsIntervalMs = optionalNumber(obj, "statsIntervalMs", what);

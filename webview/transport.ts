@@ -1,7 +1,8 @@
 /**
  * How the panel talks to its host — the same bundle in both places:
  * - inside VS Code: `acquireVsCodeApi().postMessage` out, window `message` events in;
- * - in a plain browser (the headless dashboard): a WebSocket to the URL in the page's config,
+ * - in a plain browser (the headless dashboard): a WebSocket to the URL in the page's config, with
+ *   the access token from the page's own address (`?token=…`, as the server printed it) added,
  *   reconnecting with backoff; every (re)connection is announced to the panel as `open`.
  * Transports deliver raw data; the panel validates it (protocol.ts).
  */
@@ -36,8 +37,18 @@ export function createTransport(config: PanelTransportConfig, handlers: Transpor
     if (typeof acquireVsCodeApi === "function")
         return new VsCodeTransport(acquireVsCodeApi(), handlers);
     if (config.kind === "websocket")
-        return new WebSocketTransport(config.url, handlers);
+        return new WebSocketTransport(withPageToken(config.url, window.location.search), handlers);
     throw new TransportError("this page expects to run in a VS Code webview, but acquireVsCodeApi is not available");
+}
+
+/** The dashboard's access token travels in the page's query (`?token=…`); `/stream` wants it too. */
+export function withPageToken(streamUrl: string, pageQuery: string): string {
+    const token = new URLSearchParams(pageQuery).get("token");
+    if (token === null)
+        return streamUrl;
+    const url = new URL(streamUrl);
+    url.searchParams.set("token", token);
+    return url.toString();
 }
 
 class VsCodeTransport implements PanelTransport {

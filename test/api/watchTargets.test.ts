@@ -229,7 +229,7 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
                     return;
                 metrics = "pending";
                 void (async () => {
-                    page = (await fetch(`${base}/`)).status;
+                    page = (await fetch(/Dashboard: (\S+)/.exec(text)![1]!)).status; // the printed URL, with its access token
                     metrics = await (await fetch(`${base}/metrics`)).text();
                     child.kill("SIGINT");
                 })();

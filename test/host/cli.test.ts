@@ -132,7 +132,7 @@ describe("inference-monitor demo", () => {
         });
         const running = runCli(["demo", "--model", await tinyModelPath(), "--duration", "8", "--log-interval", "2", "--rate", "6"], {
             onStdout: (text) => {
-                const match = /Dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(text);
+                const match = /Dashboard: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(text);
                 if (match !== null && dashboardUrl === undefined) {
                     dashboardUrl = match[1]!;
                     announced(dashboardUrl);
@@ -144,7 +144,7 @@ describe("inference-monitor demo", () => {
         assert.equal(page.status, 200);
         assert.match(page.headers.get("content-security-policy") ?? "", /default-src 'none'/);
         const messages: Array<{type: string, delta?: {seq: number}}> = [];
-        const ws = new WebSocket(`${url.replace("http", "ws")}stream`);
+        const ws = new WebSocket(url.replace("http", "ws").replace("/?", "/stream?")); // the printed URL's token opens /stream
         await new Promise((resolve) => ws.on("open", resolve));
         ws.on("message", (data) => messages.push(JSON.parse(rawDataToString(data)) as {type: string}));
         ws.send(JSON.stringify({type: "ready", protocolVersion: 1}));

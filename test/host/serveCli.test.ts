@@ -28,7 +28,7 @@ describe("inference-monitor serve", () => {
                     const metrics = await (await fetch(`${root}metrics`)).text();
                     assert.match(metrics, /vllm:generation_tokens_total\{[^}]*\} 5\n/);
                     assert.equal((await fetch(`${root}health`)).status, 200);
-                    const page = await fetch(root);
+                    const page = await fetch(/Dashboard: (\S+)/.exec(text)![1]!); // the printed URL, with its access token
                     assert.equal(page.status, 200);
                     assert.match(await page.text(), /<html/);
                 })().catch((error: unknown) => {

@@ -2,33 +2,51 @@
  * The headless dashboard: the stats panel served to a plain browser, speaking webview/protocol.ts
  * over a WebSocket instead of VS Code's webview messaging. One HTTP server on 127.0.0.1:
  *
- *   GET /              the panel page (renderPanelHtml, WebSocket transport, nonce CSP)
+ *   GET /?token=T      the panel page (renderPanelHtml, WebSocket transport, nonce CSP); 401 without T
  *   GET /panel.js …    the bundle's files, only from `webviewDir` (dist/webview)
- *   GET /export.json   the full stats snapshot, as a download
- *   GET /export.csv    the time series, one row per sample, as a download
- *   GET /export-requests.csv  one row per recent request (metrics in ms), as a download
- *   GET /metrics       the Prometheus exposition, when `metrics` is given (`watch`, `proxy`)
- *   WS  /stream        the panel protocol: `ready` → snapshot, then deltas at ≤ 4 Hz; `setPaused`,
+ *   GET /export.json?token=T   the full stats snapshot, as a download
+ *   GET /export.csv?token=T    the time series, one row per sample, as a download
+ *   GET /export-requests.csv?token=T  one row per recent request (metrics in ms), as a download
+ *   GET /metrics       the Prometheus exposition, when `metrics` is given (`watch`, `proxy`); no token
+ *                      (read-only, and scrapers expect none)
+ *   WS  /stream?token=T  the panel protocol: `ready` → snapshot, then deltas at ≤ 4 Hz; `setPaused`,
  *                      `requestSnapshot`, `reset`, `export` (answered with `exportResult` carrying the
  *                      content, which the page offers as a download)
+ *
+ * T is this run's access token (accessToken.ts): made at start, part of `url` (what the CLI prints);
+ * the page reads it from its address and sends it on `/stream`. Without it `/stream` answers 401, so
+ * other local processes can neither read nor reset the stats.
  *
  * Each client gets a PanelSession (extension/host/panel: the same host end the VS Code panel uses). Client messages are
  * validated (parsePanelToHost) and capped at `maxPanelMessageBytes`; bad ones are dropped and
  * counted in `rejectedCount`. Browsers may only connect from this server's own
  * origin, and only under a loopback Host name (no cross-site or DNS-rebinding access to the stats).
+ *
+ * A client cannot make the host hoard memory or time: before every message the host checks what the
+ * client has not read yet (a delta is skipped above `maxBufferedBytes`; anything else closes the client
+ * with 1013); messages that make a snapshot (`ready`, `requestSnapshot`, `selectSource`) and `export`
+ * are rate-limited per client (token buckets; the excess is dropped and counted: one snapshot answers
+ * all the dropped snapshot requests once the rate allows, anything else gets one `error`); at most
+ * `maxConnections` clients (503 beyond); a client that does not answer a ping by the next one is cut
+ * off, and a connection that sends no request within `requestTimeoutMs` is closed.
  */
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import {WebSocket, WebSocketServer} from "ws";
 import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
-import {encodeMessage, maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
+import {
+    ErrorMessage, encodeMessage, maxPanelMessageBytes, parsePanelToHost, type HostToPanel, type PanelToHost
+} from "../../../protocol/panelMessages.js";
 import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
 import type {MetricsBody} from "../stats/loggers/metricsHttpServer.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 import {listen} from "../net/listen.js";
 import {rawDataToString} from "../net/rawData.js";
 import {allowedHostHeader, allowedOrigin} from "../net/hostCheck.js";
+import {makeAccessToken, requestHasToken, tokenParameter} from "./accessToken.js";
+import {closeConnectionsWithoutRequest} from "./firstRequestTimeout.js";
+import {TokenBucket, type RateLimit} from "./tokenBucket.js";
 
 /** What the dashboard shows: StatsManager fits. */
 export type DashboardStatsSource = PanelStatsSource;
@@ -45,8 +63,24 @@ export type DashboardServerOptions = {
     maxHz?: number,
     /** When the engine started (epoch ms), for the panel's uptime; default: the panel estimates it. */
     engineStartedAt?: () => number | undefined,
-    /** A client whose socket has more than this many bytes buffered misses deltas (then asks for a snapshot). Default 4 MiB. */
+    /**
+     * Checked before every message to a client: with more than this many bytes it has not read, a delta
+     * is skipped (the panel then asks for a snapshot) and any other message closes the client (1013).
+     * Default 4 MiB.
+     */
     maxBufferedBytes?: number,
+    /** `/stream` clients at once; more are refused with 503. Default 32. */
+    maxConnections?: number,
+    /** Per client: `ready`, `requestSnapshot` and `selectSource` (each makes a snapshot). Default burst 8, then 2 per second. */
+    snapshotRate?: RateLimit,
+    /** Per client: `export`. Default burst 3, then one per 2 s. */
+    exportRate?: RateLimit,
+    /** A ping to every client this often; one that has not answered the last ping is cut off. Default 30 s. */
+    pingIntervalMs?: number,
+    /** A connection that has not sent a complete request (or upgrade) this long after connecting is closed. Default 10 s. */
+    requestTimeoutMs?: number,
+    /** A client closed for unread data is cut off if it has not finished closing this long after. Default 2 s. */
+    closeGraceMs?: number,
     /**
      * Several things to show (`watch`: all servers merged, then each one): every browser picks its own
      * in the page's header, starting with the first. `source` is then only the fallback.
@@ -63,6 +97,32 @@ export type DashboardServerOptions = {
 /** One of the dashboard's `choices`. */
 export type NamedStatsSource = {key: string, label: string, source: DashboardStatsSource};
 
+type Client = {
+    socket: WebSocket,
+    session: PanelSession,
+    /** Answered the last ping. */
+    alive: boolean,
+    snapshots: TokenBucket,
+    exports: TokenBucket,
+    /** Told it is over its rate since it last got through (one `error` per run of dropped messages). */
+    toldLimited: boolean,
+    /** A snapshot it asked for over its rate, sent when its bucket has a token again (one, however many it asked for). */
+    owedSnapshot: NodeJS.Timeout | undefined
+};
+
+export const dashboardDefaults = {
+    maxBufferedBytes: 4 << 20,
+    maxConnections: 32,
+    snapshotRate: {burst: 8, perSecond: 2},
+    exportRate: {burst: 3, perSecond: 0.5},
+    pingIntervalMs: 30_000,
+    requestTimeoutMs: 10_000,
+    closeGraceMs: 2000
+} as const satisfies Partial<DashboardServerOptions>;
+
+/** The close code for a client that does not read what it asked for (RFC 6455: try again later). */
+export const slowClientCloseCode = 1013;
+
 export class DashboardServerError extends Error {
     override readonly name = "DashboardServerError";
 }
@@ -77,11 +137,26 @@ const contentTypes: Record<string, string> = {
     ".woff2": "font/woff2"
 };
 
+const exportPaths = new Set(["/export.json", "/export.csv", "/export-requests.csv"]);
+/** Client messages answered with a fresh snapshot (the costly part of the protocol). */
+const makesSnapshot = new Set<PanelToHost["type"]>(["ready", "requestSnapshot", "selectSource"]);
+
 export class DashboardServer {
     /** Client messages dropped: malformed, unknown, binary, or over the size cap. */
     rejectedCount = 0;
-    private readonly clients = new Set<{socket: WebSocket, session: PanelSession}>();
+    /** Client messages dropped for going over their rate (`snapshotRate`, `exportRate`). */
+    rateLimitedCount = 0;
+    /** Clients closed for not reading what they were sent (over `maxBufferedBytes`). */
+    slowClientCount = 0;
+    /** `/stream` upgrades refused: foreign Host or Origin (403), no or wrong token (401), too many clients (503). */
+    refusedCount = 0;
+    /** Connections closed for silence: no pong (`pingIntervalMs`) or no request (`requestTimeoutMs`). */
+    timedOutCount = 0;
+    /** This run's access token (see accessToken.ts). */
+    readonly token = makeAccessToken();
+    private readonly clients = new Set<Client>();
     private readonly maxBufferedBytes: number;
+    private keepalive: NodeJS.Timeout | undefined;
     private wss!: WebSocketServer;
     private rootDir!: string;
     private closed = false;
@@ -94,7 +169,7 @@ export class DashboardServer {
         /** Whether this object created the HTTP server (and closes it) or was mounted on another's. */
         private readonly ownsServer: boolean
     ) {
-        this.maxBufferedBytes = options.maxBufferedBytes ?? 4 << 20;
+        this.maxBufferedBytes = options.maxBufferedBytes ?? dashboardDefaults.maxBufferedBytes;
     }
 
     /** Starts serving; rejects with PortInUseError (net/listen.ts) when the port is taken. */
@@ -112,6 +187,10 @@ export class DashboardServer {
                 response.writeHead(503).end();
             else
                 dashboard.handle(request, response);
+        });
+        closeConnectionsWithoutRequest(server, options.requestTimeoutMs ?? dashboardDefaults.requestTimeoutMs, () => {
+            if (dashboard !== undefined)
+                dashboard.timedOutCount++;
         });
         const {port} = await listen(server, {host, port: requestedPort, purpose: "Dashboard"});
         dashboard = new DashboardServer(options, server, host, port, true);
@@ -144,24 +223,38 @@ export class DashboardServer {
         });
     }
 
-    /** The page's URL. */
+    /** The page's URL, with this run's token: the one to print or open. */
     get url(): string {
+        return `${this.baseUrl}?${tokenParameter}=${this.token}`;
+    }
+
+    /** `http://HOST:PORT/`, no token (`/metrics` is under it). */
+    get baseUrl(): string {
         return `http://${this.host.includes(":") ? `[${this.host}]` : this.host}:${this.port}/`;
     }
 
-    /** The WebSocket endpoint. */
+    /** The WebSocket endpoint, with this run's token. */
     get streamUrl(): string {
-        return `${this.url.replace(/^http/, "ws")}stream`;
+        return `${this.baseUrl.replace(/^http/, "ws")}stream?${tokenParameter}=${this.token}`;
     }
 
     get clientCount(): number {
         return this.clients.size;
     }
 
+    /** Bytes the host holds for `/stream` sockets that they have not read yet, all of them (closing ones too). */
+    get bufferedBytes(): number {
+        let sum = 0;
+        for (const socket of this.wss.clients)
+            sum += socket.bufferedAmount;
+        return sum;
+    }
+
     async close(): Promise<void> {
         if (this.closed)
             return;
         this.closed = true;
+        clearInterval(this.keepalive);
         for (const client of this.clients) {
             client.session.dispose();
             client.socket.terminate();
@@ -179,14 +272,47 @@ export class DashboardServer {
     private attachWebSocket(): void {
         this.wss = new WebSocketServer({
             server: this.server, path: "/stream", maxPayload: maxPanelMessageBytes,
-            verifyClient: ({origin, req}: {origin: string | undefined, req: http.IncomingMessage}) => this.allowedHost(req.headers.host)
-                && allowedOrigin(origin, req.headers.host)
+            verifyClient: ({origin, req}: {origin: string | undefined, req: http.IncomingMessage},
+                done: (accept: boolean, code?: number, message?: string) => void) => {
+                const refuse = (code: number, why: string): void => {
+                    this.refusedCount++;
+                    this.options.onRejected?.(`/stream refused (${code}): ${why}`);
+                    done(false, code, why);
+                };
+                if (!this.allowedHost(req.headers.host) || !allowedOrigin(origin, req.headers.host))
+                    return refuse(403, "forbidden Host or Origin");
+                if (!requestHasToken(req.url, this.token))
+                    return refuse(401, "missing or wrong token: open the dashboard URL printed when the server started");
+                const max = this.options.maxConnections ?? dashboardDefaults.maxConnections;
+                if (this.clients.size >= max)
+                    return refuse(503, `too many dashboard connections (at most ${max}); close another tab`);
+                done(true);
+            }
         });
         this.wss.on("error", (error) => {
             this.rejectedCount++;
             this.options.onRejected?.(`websocket server: ${error.message}`);
         });
         this.wss.on("connection", (socket) => this.onConnection(socket));
+        this.keepalive = setInterval(() => this.pingClients(), this.options.pingIntervalMs ?? dashboardDefaults.pingIntervalMs);
+        this.keepalive.unref();
+    }
+
+    /** Cuts off clients that did not answer the last ping; pings the others. */
+    private pingClients(): void {
+        for (const client of this.clients) {
+            if (client.socket.readyState !== WebSocket.OPEN)
+                continue;
+            if (!client.alive) {
+                this.timedOutCount++;
+                this.options.onRejected?.("a /stream client did not answer a ping: cut off");
+                this.drop(client);
+                client.socket.terminate();
+                continue;
+            }
+            client.alive = false;
+            client.socket.ping();
+        }
     }
 
     private onConnection(socket: WebSocket): void {
@@ -200,6 +326,17 @@ export class DashboardServer {
             subscribe: (listener, subscribeOptions) => current().subscribe(listener, subscribeOptions),
             reset: () => current().reset()
         };
+        const send = (message: HostToPanel): void => {
+            if (socket.readyState !== WebSocket.OPEN)
+                return;
+            // Checked before every send: a client that does not read what it asked for is closed, so
+            // what the host holds for it stays under the limit (plus this one message).
+            if (socket.bufferedAmount > this.maxBufferedBytes) {
+                this.closeSlow(client);
+                return;
+            }
+            socket.send(encodeMessage(message));
+        };
         const session = new PanelSession({
             source,
             ...(list !== undefined ? {choices: {
@@ -209,10 +346,7 @@ export class DashboardServer {
                     selectedKey = key;
                 }
             }} : {}),
-            send: (message) => {
-                if (socket.readyState === WebSocket.OPEN)
-                    socket.send(encodeMessage(message));
-            },
+            send,
             // The browser gets the export's content and offers it as a download.
             exportStats: (format) => {
                 const exported = exportStats(source.snapshot(), format);
@@ -227,20 +361,104 @@ export class DashboardServer {
                 options.onRejected?.(reason);
             }
         });
-        const client = {socket, session};
+        const client: Client = {
+            socket, session, alive: true, toldLimited: false, owedSnapshot: undefined,
+            snapshots: new TokenBucket(options.snapshotRate ?? dashboardDefaults.snapshotRate),
+            exports: new TokenBucket(options.exportRate ?? dashboardDefaults.exportRate)
+        };
         this.clients.add(client);
+        socket.on("pong", () => {
+            client.alive = true;
+        });
         socket.on("message", (data, isBinary) => {
-            if (isBinary)
+            if (socket.readyState !== WebSocket.OPEN)
+                return; // closing (e.g. for not reading): nothing more is done for it
+            if (isBinary) {
                 session.reject("binary message");
-            else
-                session.receive(rawDataToString(data));
+                return;
+            }
+            const text = rawDataToString(data);
+            let message: PanelToHost;
+            try {
+                message = parsePanelToHost(text);
+            } catch {
+                session.receive(text); // the session rejects and counts it
+                return;
+            }
+            if (this.withinRate(client, message, send))
+                session.receive(message);
         });
         // ws reports an oversized or malformed frame here, then closes the socket.
         socket.on("error", (error) => session.reject(`client socket: ${error.message}`));
-        socket.on("close", () => {
-            session.dispose();
-            this.clients.delete(client);
-        });
+        socket.on("close", () => this.drop(client));
+    }
+
+    /**
+     * Whether `message` may be handled now. Over the client's rate it is dropped and counted; a dropped
+     * `ready`/`requestSnapshot` still gets one snapshot when the bucket refills (a page that waits for
+     * it after a seq gap is never stranded; nothing is queued), anything else one `error` per run.
+     */
+    private withinRate(client: Client, message: PanelToHost, send: (message: HostToPanel) => void): boolean {
+        const bucket = message.type === "export" ? client.exports : makesSnapshot.has(message.type) ? client.snapshots : undefined;
+        if (bucket === undefined || bucket.take()) {
+            if (bucket !== undefined)
+                client.toldLimited = false;
+            if (bucket === client.snapshots) {
+                clearTimeout(client.owedSnapshot); // this one answers what was owed
+                client.owedSnapshot = undefined;
+            }
+            return true;
+        }
+        this.rateLimitedCount++;
+        if (message.type === "ready" || message.type === "requestSnapshot") {
+            if (client.owedSnapshot === undefined) {
+                this.options.onRejected?.(`a /stream client sent ${message.type} too often: one snapshot follows when its rate allows`);
+                this.oweSnapshot(client, message);
+            }
+            return false;
+        }
+        if (!client.toldLimited) {
+            client.toldLimited = true;
+            const rate = message.type === "export" ? this.options.exportRate ?? dashboardDefaults.exportRate
+                : this.options.snapshotRate ?? dashboardDefaults.snapshotRate;
+            this.options.onRejected?.(`a /stream client sent ${message.type} too often: dropped`);
+            send(ErrorMessage.create({message: `${message.type} dropped: at most ${rate.burst} at once, then ${rate.perSecond} per second`}));
+        }
+        return false;
+    }
+
+    /** Answers `message` (a snapshot request) as soon as the client's snapshot bucket has a token. */
+    private oweSnapshot(client: Client, message: PanelToHost): void {
+        client.owedSnapshot = setTimeout(() => {
+            if (client.socket.readyState !== WebSocket.OPEN)
+                return;
+            if (!client.snapshots.take()) {
+                this.oweSnapshot(client, message);
+                return;
+            }
+            client.owedSnapshot = undefined;
+            client.session.receive(message);
+        }, client.snapshots.msUntilToken());
+        client.owedSnapshot.unref();
+    }
+
+    /** Closes a client that has more unread than `maxBufferedBytes`, and cuts it off if it does not finish closing. */
+    private closeSlow(client: Client): void {
+        const buffered = client.socket.bufferedAmount;
+        this.slowClientCount++;
+        this.options.onRejected?.(`a /stream client has ${buffered} bytes unread (more than ${this.maxBufferedBytes}): closed`);
+        this.drop(client);
+        client.socket.close(slowClientCloseCode, "too much unread data: the client does not keep up");
+        const timer = setTimeout(() => client.socket.terminate(), this.options.closeGraceMs ?? dashboardDefaults.closeGraceMs);
+        timer.unref();
+        client.socket.once("close", () => clearTimeout(timer));
+    }
+
+    /** Forgets a client: no more messages to it, its subscription ended. */
+    private drop(client: Client): void {
+        clearTimeout(client.owedSnapshot);
+        client.session.dispose();
+        this.clients.delete(client);
     }
 
     // ---- HTTP -----------------------------------------------------------------------------------
@@ -268,6 +486,9 @@ export class DashboardServer {
         } catch {
             return fail(400, "bad request");
         }
+        const needsToken = pathname === "/" || pathname === "/index.html" || exportPaths.has(pathname);
+        if (needsToken && !requestHasToken(request.url, this.token))
+            return fail(401, "this dashboard needs its access token: open the URL (with ?token=…) printed when it started");
         if (pathname === "/" || pathname === "/index.html") {
             const nonce = makeNonce();
             const transport = {kind: "websocket" as const, url: `ws://${request.headers.host}/stream`};
@@ -285,7 +506,7 @@ export class DashboardServer {
             response.end(request.method === "HEAD" ? undefined : body);
             return;
         }
-        if (pathname === "/export.json" || pathname === "/export.csv" || pathname === "/export-requests.csv") {
+        if (exportPaths.has(pathname)) {
             const snapshot = this.options.source.snapshot();
             const exported = pathname === "/export-requests.csv"
                 ? {fileName: "inference-monitor-requests.csv", mimeType: "text/csv", content: requestsCsv(snapshot.requests)}

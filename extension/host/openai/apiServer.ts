@@ -8,7 +8,7 @@
  *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
- *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given
+ *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given (with its access token: `dashboardUrl`)
  *
  * Security: binds 127.0.0.1 by default; any other bind needs an API key. A loopback bind answers only
  * to loopback Host names (DNS rebinding); a browser Origin other than this server's own page (or one
@@ -110,6 +110,11 @@ export class ApiServer {
     /** `http://127.0.0.1:PORT/` */
     get url(): string {
         return `http://${this.host.includes(":") ? `[${this.host}]` : this.host}:${this.port}/`;
+    }
+
+    /** The dashboard's page with its access token (`http://127.0.0.1:PORT/?token=…`), when it is served. */
+    get dashboardUrl(): string | undefined {
+        return this.dashboard?.url;
     }
 
     /** The base URL tools are configured with: `http://127.0.0.1:PORT/v1`. */

@@ -42,8 +42,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
                                context: GenerationContext): Promise<void> {
     const {client, info, response} = context;
     if (client.waitingCount >= context.maxWaiting)
-        throw new ApiRequestError(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`,
-            null, 503, "server_error", "queue_full");
+        throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
     const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
     const handle = client.generate(generate);
     // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).
@@ -86,6 +85,11 @@ function finishReason(result: RequestResult): ApiFinishReason {
     return result.reason === "length" ? "length" : "stop";
 }
 
+/** 503 `queue_full`: the server answers it with `Retry-After` (apiServer.ts). */
+function queueFull(message: string): ApiRequestError {
+    return new ApiRequestError(message, null, 503, "server_error", "queue_full");
+}
+
 /** The API error for a request the engine refused or failed. */
 function refusal(result: RequestResult, client: EngineClient, withSuffix = false): ApiRequestError {
     const message = result.error ?? `the request ended with ${result.reason}`;
@@ -93,6 +97,9 @@ function refusal(result: RequestResult, client: EngineClient, withSuffix = false
         return new ApiRequestError(message, withSuffix && message.includes("suffix") ? "suffix" : null, 400);
     if (result.errorCode === "context_length_exceeded")
         return new ApiRequestError(message, "max_tokens", 400, "invalid_request_error", "context_length_exceeded");
+    // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
+    if (result.errorCode === "queue_full")
+        return queueFull(message);
     if (client.state !== "ready")
         return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
     return new ApiRequestError(message, null, 500, "server_error", "engine_error");
