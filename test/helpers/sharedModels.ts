@@ -24,14 +24,16 @@ export type SharedModel = {path: string, missing?: undefined} | {path?: undefine
 
 /**
  * stories260K.gguf: `$INFERENCE_MONITOR_STORIES_GGUF` when set, else the first `shared/models/stories260K.gguf`
- * found walking up from the repository's parent directory (CI checks `../shared` out beside the clone).
+ * found walking up from the repository's parent directory (CI checks `../shared` out beside the clone),
+ * else /work/shared (this workplace's, for a clone in a temporary folder).
  * When absent, `missing` says where it was looked for.
  */
 export function findStoriesModel(env: NodeJS.ProcessEnv = process.env): SharedModel {
     const fromEnv = env[storiesModelEnvVar];
     if (fromEnv !== undefined && fromEnv !== "")
         return existsSync(fromEnv) ? {path: path.resolve(fromEnv)} : {missing: `${storiesModelEnvVar}=${fromEnv} does not exist`};
-    const candidates = selfAndAncestors(path.dirname(repoRoot)).map((dir) => path.join(dir, storiesRelativePath));
+    // Last, this workplace's shared folder, for a clone made elsewhere (e.g. `git clone . $(mktemp -d)`).
+    const candidates = [...selfAndAncestors(path.dirname(repoRoot)), "/work"].map((dir) => path.join(dir, storiesRelativePath));
     const found = candidates.find((candidate) => existsSync(candidate));
     if (found !== undefined)
         return {path: found};
