@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import {runBenchmark, runHttpBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
+import {BenchWorkloadError, runBenchmark, runHttpBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
 import {formatBenchTable} from "../extension/host/bench/benchMetrics.js";
 import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
 import {BenchTargetError, type HttpTargetOptions} from "../extension/host/bench/openaiHttpTarget.js";
@@ -12,7 +12,8 @@ import {serverStartFailure} from "./serverStartFailure.js";
 
 /**
  * `inference-monitor bench`: exit 0 on success, 1 on engine/model failure, any failed request (its
- * errors printed) or disagreeing stats (with --base-url: an unusable server), 2 on usage errors.
+ * errors printed) or disagreeing stats (with --base-url: an unusable server), 2 on usage errors (a
+ * workload that cannot fit the context included).
  */
 export async function benchCommand(args: string[], io: CliIo, createStatsSession: BenchIo["createStatsSession"]): Promise<number> {
     const commandLine = readCommandLine(benchCommandLine, args, io, (values) => benchOptionsFrom(values, io.isTty));
@@ -54,6 +55,10 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         const failed = printFailures(run.results.flatMap((r) => r.reason === "error" ? [r.error ?? "error"] : []), run.results.length, io);
         return run.statsAgreement?.ok === false || failed ? 1 : 0;
     } catch (error) {
+        if (error instanceof BenchWorkloadError) {
+            io.stderr(`${error.message}\n`);
+            return 2;
+        }
         if (error instanceof EngineLoadError) {
             io.stderr(`Could not start the engine: ${error.message}\n`);
             return 1;

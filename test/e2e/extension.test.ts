@@ -397,7 +397,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
 
     const couldNotStart = (texts: string[]) => texts.filter((text) => /could not start|crashed/.test(text));
 
-    it("restarts a crashed engine by itself; after four crashes in a row says so once and stops; double starts and a stop while loading stay quiet", async () => {
+    it("restarts a crashed engine by itself; after four crashes in a row says so once and stops; Start Model twice in a row stays quiet", async () => {
         await step("crashRestart", async () => {
             await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
             let pid = await waitForEnginePid(undefined);
@@ -415,17 +415,12 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             assert.equal((await notificationTexts(page)).filter((text) => /crashed/.test(text)).length, 1, "one notification");
 
             await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
-            // Start Model twice in a row: the second replaces the first, nothing fails.
+            // Start Model twice in a row: the second replaces the first while it loads, nothing fails.
             await runCommand(page, "Inference Monitor: Start Model…");
             await runCommand(page, "Inference Monitor: Start Model…");
             await page.locator(".statusbar-item", {hasText: /tok\/s · 0 running/}).first().waitFor({state: "visible", timeout: 120_000});
             await page.waitForTimeout(1000);
             assert.equal(enginePids().length, 1, "one engine");
-            // Stop while loading: no error either.
-            await runCommand(page, "Inference Monitor: Restart Engine");
-            await runCommand(page, "Inference Monitor: Stop Model");
-            await page.waitForTimeout(2000);
-            assert.deepEqual(enginePids(), [], "stopped");
             assert.deepEqual(couldNotStart(await notificationTexts(page)), [], "no error notifications");
         });
     });

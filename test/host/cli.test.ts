@@ -100,11 +100,12 @@ describe("inference-monitor bench", () => {
         assert.match(run.stderr, /Could not start the engine: Model file not found: \/nonexistent\/model\.gguf/);
     });
 
-    test("every request failing (too long for the context): exit code 1 and the reason, not a quiet 0", async () => {
+    test("a workload too long for the context: refused up front with both numbers and exit code 2, nothing sent", async () => {
         const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--input-len", "8", "--output-len", "99999999",
-            "--no-progress"]);
-        assert.equal(run.code, 1, run.stderr);
-        assert.match(run.stderr, /2 of 2 requests failed:\n {2}1× this model's context holds \d+ tokens, but the request needs \d+ \(\d+ in the prompt, 99999999 to generate\)/);
+            "--context-size", "512", "--no-progress"]);
+        assert.equal(run.code, 2, run.stderr);
+        assert.match(run.stderr, /each request needs about 100000007 tokens \(--prefix-len 0 \+ --input-len 8 \+ --output-len 99999999\), but the engine's context holds 512 tokens per sequence/);
+        assert.doesNotMatch(run.stdout, /Serving Benchmark Result/);
     });
 
     test("a port in use: a clear error and exit code 1", async () => {

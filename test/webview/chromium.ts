@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import {chromium, type BrowserContext} from "playwright-core";
+import {chromium, type BrowserContext, type Page} from "playwright-core";
 import {skipReason} from "../helpers/prerequisites.js";
 
 /** The one environment variable naming Chromium for every test suite. */
@@ -47,4 +47,13 @@ export async function launchChromium(options: {colorScheme?: "light" | "dark", v
             fs.rmSync(userDataDir, {recursive: true, force: true});
         }
     };
+}
+
+/** Collects the page's console errors and warnings and uncaught errors into `problems`, for a test to assert none. */
+export function collectPageProblems(page: Page, problems: string[]): void {
+    page.on("console", (message) => {
+        if (message.type() === "error" || message.type() === "warning")
+            problems.push(`${message.type()}: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
 }

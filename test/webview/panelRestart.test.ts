@@ -13,7 +13,7 @@ import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
-import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
+import {chromiumSkipReason, collectPageProblems, launchChromium, type LaunchedBrowser} from "./chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "./panelBuild.js";
 
 /** The header's fields: name → text. */
@@ -51,11 +51,7 @@ describe("engine restarted with another model while the dashboard page is open (
         server = await DashboardServer.listen({port: 0, source: manager, webviewDir: webviewDistDir, engineStartedAt: () => Date.now() - 65_000});
         browser = await launchChromium();
         page = await browser.context.newPage();
-        page.on("console", (message) => {
-            if (message.type() === "error" || message.type() === "warning")
-                problems.push(`${message.type()}: ${message.text()}`);
-        });
-        page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+        collectPageProblems(page, problems);
         await page.goto(server.url);
     });
 

@@ -12,7 +12,7 @@ import type {Page} from "playwright-core";
 import type {StatsDelta} from "../../protocol/statsView.js";
 import {makeNonce, renderPanelHtml} from "../../extension/host/panel/panelHtml.js";
 import {DeltaMessage, ErrorMessage, ExportResultMessage, PausedMessage, SnapshotMessage, type PanelToHost} from "../../protocol/panelMessages.js";
-import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "./chromium.js";
+import {chromiumSkipReason, collectPageProblems, launchChromium, type LaunchedBrowser} from "./chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "./panelBuild.js";
 import {fakeEngineInfo, fakeStats, type FakeStats} from "./statsFixtures.js";
 
@@ -53,11 +53,7 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
         }
         browser = await launchChromium();
         page = await browser.context.newPage();
-        page.on("console", (message) => {
-            if (message.type() === "error" || message.type() === "warning")
-                problems.push(`${message.type()}: ${message.text()}`);
-        });
-        page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+        collectPageProblems(page, problems);
         // A string, not a function: tsx would wrap named arrow functions in a __name() the page lacks.
         await page.addInitScript({content: `
             window.__posted = [];

@@ -30,6 +30,19 @@ export type BenchIo = {
     createStatsSession: (client: EngineClient, options: BenchOptions) => Promise<StatsSession>
 };
 
+/** A workload the engine cannot serve at all, found before anything is sent. */
+export class BenchWorkloadError extends Error {
+    override readonly name = "BenchWorkloadError";
+}
+
+/** Refuses a workload whose requests cannot fit one sequence's context: each would fail, so say why up front. */
+function checkFitsContext(options: BenchOptions, info: EngineInfo): void {
+    const needs = options.prefixLen + options.inputLen + options.outputLen;
+    if (needs > info.contextSize)
+        throw new BenchWorkloadError(`each request needs about ${needs} tokens (--prefix-len ${options.prefixLen} + --input-len ${options.inputLen} + ` +
+            `--output-len ${options.outputLen}), but the engine's context holds ${info.contextSize} tokens per sequence (--context-size)`);
+}
+
 /** Runs vLLM's serving benchmark shape against our engine and measures it client-side. */
 export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<BenchRun> {
     const client = new EngineClient({
@@ -45,6 +58,7 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
     const info = await client.start();
     let session: StatsSession | undefined;
     try {
+        checkFitsContext(options, info);
         if (options.stats)
             session = await io.createStatsSession(client, options);
         const workload = await runWithProgress(engineTarget(client), options, io);
