@@ -21,7 +21,7 @@ import type {FrameLocator, Page} from "playwright-core";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
 import {
-    answerInputBox, assertE2EPrerequisites, notificationTexts, e2eSkipReason, ensureVsix, launchBrowser, openWorkbench, pickQuickPickItem, repoRoot,
+    answerInputBox, assertE2EPrerequisites, notificationTexts, e2eSkipReason, ensureVsix, extensionHostLogs, launchBrowser, openWorkbench, pickQuickPickItem, repoRoot,
     fixtureVsix, runCommand, screenshot, startCodeServer, waitForNotification, webviewFrame, type BrowserSession, type CodeServer
 } from "./codeServer.js";
 
@@ -397,7 +397,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
 
     const couldNotStart = (texts: string[]) => texts.filter((text) => /could not start|crashed/.test(text));
 
-    it("restarts a crashed engine by itself; after four crashes in a row says so once and stops; Start Model twice in a row stays quiet", async () => {
+    it("restarts a crashed engine by itself; after four crashes in a row says so once and stops; Start Model twice in a row and Cancel while loading stay quiet", async () => {
         await step("crashRestart", async () => {
             await runCommand(page, "Notifications: Clear All Notifications", {timeoutMs: 10_000}).catch(() => undefined);
             let pid = await waitForEnginePid(undefined);
@@ -421,7 +421,22 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             await page.locator(".statusbar-item", {hasText: /tok\/s · 0 running/}).first().waitFor({state: "visible", timeout: 120_000});
             await page.waitForTimeout(1000);
             assert.equal(enginePids().length, 1, "one engine");
+            // Cancel on the loading notification while the restarted engine loads: it stops, and nothing "failed".
+            await runCommand(page, "Inference Monitor: Restart Engine");
+            const loading = page.locator(".notification-list-item", {hasText: /Inference Monitor: loading/}).first();
+            await loading.locator(".monaco-button", {hasText: "Cancel"}).first().click({timeout: 10_000});
+            const stoppedBy = Date.now() + 15_000;
+            while (enginePids().length > 0 && Date.now() < stoppedBy)
+                await page.waitForTimeout(200);
+            assert.deepEqual(enginePids(), [], "cancelled while loading: no engine left");
+            await page.waitForTimeout(1000);
             assert.deepEqual(couldNotStart(await notificationTexts(page)), [], "no error notifications");
+            // The output channel says so (written to its log file with a short delay).
+            const logged = Date.now() + 10_000;
+            const cutShort = () => extensionHostLogs(server!.userDataDir).some(([, text]) => /ended before the model loaded/.test(text));
+            while (!cutShort() && Date.now() < logged)
+                await page.waitForTimeout(250);
+            assert.ok(cutShort(), "the load was cut short, not finished and then stopped");
         });
     });
 
