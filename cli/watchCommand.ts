@@ -29,6 +29,9 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     });
     const metrics = new VllmMetrics(new Registry());
     const printed = new Map<string, string>();
+    // /metrics: one `engine` label value per watched URL (its own manager), like vLLM's ranks. The one
+    // monitor reads each server once per interval and feeds both the merged view and these.
+    const perServer = options.urls.map(() => new StatsManager({stallThresholdMs: Math.max(3000, 3 * options.intervalMs)}));
     const monitor = new TargetMonitor({
         targets: options.urls.map((url) => ({url, kind: options.kind, ...(options.apiKey !== undefined ? {apiKey: options.apiKey} : {})})),
         intervalMs: options.intervalMs,
@@ -44,20 +47,15 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
                     printed.set(replica.name, line);
                 }
             }
-        }
+        },
+        targetSinks: perServer
     });
-    // /metrics: one `engine` label value per watched URL (its own monitor and manager), like vLLM's ranks.
-    const perServer = await Promise.all(options.urls.map(async (url, engineIndex) => {
-        const manager = new StatsManager({stallThresholdMs: Math.max(3000, 3 * options.intervalMs)});
-        const key = options.apiKey !== undefined ? {apiKey: options.apiKey} : {};
-        const own = new TargetMonitor({targets: [{url, kind: options.kind, ...key}], intervalMs: options.intervalMs, sink: manager});
-        await own.pollOnce(); // names the model for its series
-        const model = own.view().replicas[0]?.model ?? undefined;
+    await monitor.pollOnce(); // names the models for their series
+    await Promise.all(perServer.map(async (manager, engineIndex) => {
+        const model = monitor.view(engineIndex).replicas[0]?.model ?? undefined;
         const named = model !== undefined ? {modelName: model} : {};
         manager.addLogger(await PrometheusStatLogger.start({serve: false, sharedMetrics: metrics, engineIndex, ...named}));
-        return {manager, monitor: own};
     }));
-    await monitor.pollOnce();
     let dashboard: DashboardServer;
     try {
         dashboard = await DashboardServer.listen({
@@ -65,22 +63,17 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
             // Several servers: each browser picks all of them merged (first) or one.
             ...(options.urls.length > 1 ? {choices: () => [
                 {key: "merged", label: `All ${options.urls.length} servers (merged)`, source: pipeline.manager},
-                ...perServer.map(({manager}, i) => ({key: options.urls[i]!, label: options.urls[i]!, source: manager}))
+                ...perServer.map((manager, i) => ({key: options.urls[i]!, label: options.urls[i]!, source: manager}))
             ]} : {}),
             metrics: async () => ({contentType: metrics.registry.contentType, body: await metrics.registry.metrics()})
         });
     } catch (error) {
-        await Promise.all(perServer.map(async ({manager, monitor: own}) => {
-            await own.stop();
-            await manager.dispose();
-        }));
+        await Promise.all(perServer.map(async (manager) => await manager.dispose()));
         await pipeline.dispose();
         io.stderr(`${serverStartFailure(error, "--port", "a free one")}\n`);
         return 1;
     }
     monitor.start();
-    for (const {monitor: own} of perServer)
-        own.start();
     io.stdout(`Dashboard: ${dashboard.url}   Metrics: ${dashboard.baseUrl}metrics\nWatching ${options.urls.join(", ")} every ${options.intervalMs} ms. Ctrl-C stops.\n`);
     await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
@@ -88,10 +81,7 @@ export async function watchCommand(args: string[], io: CliIo): Promise<number> {
     });
     io.stdout("Stopping…\n");
     await monitor.stop();
-    await Promise.all(perServer.map(async ({manager, monitor: own}) => {
-        await own.stop();
-        await manager.dispose();
-    }));
+    await Promise.all(perServer.map(async (manager) => await manager.dispose()));
     await dashboard.close();
     await pipeline.dispose();
     return 0;

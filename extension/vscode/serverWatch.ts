@@ -1,8 +1,8 @@
 /**
- * The servers the stats panel watches (`inferenceMonitor.targets`): one TargetMonitor and StatsManager
- * per server, plus a merged one when there are several, each a source the panel and the status bar
- * can show instead of the local engine (`select`). API keys come from SecretStorage. Follows the
- * setting live.
+ * The servers the stats panel watches (`inferenceMonitor.targets`): one StatsManager per server, plus
+ * a merged one when there are several, each a source the panel and the status bar can show instead
+ * of the local engine (`select`); one TargetMonitor feeds them all, reading each server once a poll.
+ * API keys come from SecretStorage. Follows the setting live.
  */
 import * as vscode from "vscode";
 import {errorMessage} from "../../common/errorMessage.js";
@@ -20,13 +20,12 @@ export type StatsSourceChoice = {key: string, label: string, manager: StatsManag
 
 export const mergedKey = "merged";
 
-type Watched = StatsSourceChoice & {monitor: TargetMonitor};
-
 /** A source someone else runs (the monitoring proxy): listed after the watched servers until removed. */
 type Extra = StatsSourceChoice & {stop: () => Promise<void>};
 
 export class ServerWatch implements vscode.Disposable {
-    private watched: Watched[] = [];
+    private watched: StatsSourceChoice[] = [];
+    private monitor: TargetMonitor | undefined;
     private extras: Extra[] = [];
     private selectedKey: string | undefined;
     private readonly changeEmitter = new vscode.EventEmitter<void>();
@@ -131,16 +130,18 @@ export class ServerWatch implements vscode.Disposable {
             return;
         this.appliedJson = json;
         await this.stopAll();
-        const next: Watched[] = [];
-        const add = (key: string, label: string, list: WatchedTarget[]) => {
-            const manager = new StatsManager({stallThresholdMs: 3000});
-            const monitor = new TargetMonitor({targets: list, sink: manager});
-            monitor.start();
-            next.push({key, label, manager, monitor});
-        };
-        if (watched.length > 1)
-            add(mergedKey, `All ${watched.length} servers (merged)`, watched);
-        watched.forEach((target, i) => add(target.url, targets[i]!.name ?? target.url, [target]));
+        const next: StatsSourceChoice[] = watched.map((target, i) =>
+            ({key: target.url, label: targets[i]!.name ?? target.url, manager: new StatsManager({stallThresholdMs: 3000})}));
+        if (next.length > 0) {
+            const merged = next.length > 1 ? new StatsManager({stallThresholdMs: 3000}) : undefined;
+            this.monitor = new TargetMonitor({
+                targets: watched, sink: merged ?? next[0]!.manager,
+                ...(merged !== undefined ? {targetSinks: next.map((choice) => choice.manager)} : {})
+            });
+            this.monitor.start();
+            if (merged !== undefined)
+                next.unshift({key: mergedKey, label: `All ${watched.length} servers (merged)`, manager: merged});
+        }
         this.watched = next;
         if (this.selectedKey !== undefined && !this.sources.some((source) => source.key === this.selectedKey))
             this.selectedKey = undefined;
@@ -151,10 +152,10 @@ export class ServerWatch implements vscode.Disposable {
 
     private async stopAll(): Promise<void> {
         const old = this.watched;
+        const monitor = this.monitor;
         this.watched = [];
-        await Promise.all(old.map(async ({monitor, manager}) => {
-            await monitor.stop();
-            await manager.dispose();
-        }));
+        this.monitor = undefined;
+        await monitor?.stop();
+        await Promise.all(old.map(async ({manager}) => await manager.dispose()));
     }
 }

@@ -15,7 +15,10 @@ import type {TargetReading} from "./targetReading.js";
 
 type Slot = {nCtx: number, processing: boolean, tokens: number, decoded: number};
 
-export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, knownModel?: string): Promise<TargetReading> {
+export type ModelName = () => Promise<string | undefined>;
+
+/** `modelName`: the served model's name (by default asked of `/v1/models` each time). */
+export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, modelName?: ModelName): Promise<TargetReading> {
     const health = await targetGet(`${baseUrl}/health`, http);
     if (health.status === 503)
         throw new TargetReadError("the server is loading its model (/health: 503)", "bad");
@@ -25,7 +28,7 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, know
     // (the next poll counts it), never in both (its decoded tokens in the slot and again in the counter).
     const metricsResponse = await targetGet(`${baseUrl}/metrics`, http);
     const slotsResponse = await targetGet(`${baseUrl}/slots`, http);
-    const model = knownModel ?? await readModelId(baseUrl, http);
+    const model = modelName !== undefined ? await modelName() : await readModelId(baseUrl, http);
     const reading: TargetReading = {kind: "llamacpp", model, histograms: {}, notes: [
         "per-request latencies (TTFT, ITL, queue) are not exported by llama.cpp's server: watch it through `inference-monitor proxy` for those"
     ]};

@@ -73,11 +73,31 @@ export async function targetGetJson(url: string, options: TargetGetOptions = {})
 
 /** The first model id of an OpenAI-compatible `/v1/models`, or undefined when there is none to read. */
 export async function readModelId(baseUrl: string, options: TargetGetOptions = {}): Promise<string | undefined> {
+    return (await readModelAnswer(baseUrl, options)).id;
+}
+
+/**
+ * `/v1/models`' first model id; `lasting` when there is none and asking again soon would not change
+ * that: the server answered, but with 4xx or 501 (it has no such endpoint), a refused key, or a list
+ * that names no model. No answer, a timeout or another 5xx may pass.
+ */
+export async function readModelAnswer(baseUrl: string, options: TargetGetOptions = {}):
+Promise<{id: string | undefined, lasting: boolean}> {
+    let response: TargetResponse;
     try {
-        const models = await targetGetJson(`${baseUrl}/v1/models`, options);
-        const first: unknown = isObject(models) && Array.isArray(models.data) ? models.data[0] : undefined;
-        return isObject(first) && typeof first.id === "string" ? first.id : undefined;
-    } catch {
-        return undefined;
+        response = await targetGet(`${baseUrl}/v1/models`, options);
+    } catch (error) {
+        return {id: undefined, lasting: error instanceof TargetReadError && error.kind !== "unreachable"};
     }
+    if (response.status !== 200)
+        return {id: undefined, lasting: response.status < 500 || response.status === 501};
+    let models: unknown;
+    try {
+        models = JSON.parse(response.text);
+    } catch {
+        return {id: undefined, lasting: true};
+    }
+    const first: unknown = isObject(models) && Array.isArray(models.data) ? models.data[0] : undefined;
+    const id = isObject(first) && typeof first.id === "string" ? first.id : undefined;
+    return {id, lasting: true};
 }

@@ -2,27 +2,25 @@
  * Watches servers — llama.cpp's, vLLM (several replicas or data-parallel ranks), Ollama — by polling
  * them, and feeds one StatsManager as if they were one engine: the counters' increases as a step's
  * tokens (summed over replicas, so merged counters are exact), the gauges summed, the servers' own
- * histograms as bucket estimates, and each replica's state in the view's `target`.
- *
- * Counters are read as Prometheus's `increase()` reads them: what they grew by since the last poll;
- * one that went down means the server restarted, and then all of its new value is new. Values that
- * dip for a moment (llama.cpp's live slot progress, read in two requests) never count twice: each
- * counter only counts above its high-water mark. Never a negative rate.
+ * histograms as bucket estimates, and each replica's state in the view's `target`. Optionally also
+ * one sink per server, fed that server alone from the same poll (the per-server views of a merged
+ * watch): each server is read once per interval however many views show it. The arithmetic is in
+ * targetSources.ts.
  */
 import {errorMessage} from "../../../common/errorMessage.js";
-import type {HistogramMetric} from "../../../protocol/statsView.js";
-import type {EstimatedPercentiles, TargetKind, TargetReplicaView, TargetStatus, TargetView} from "../../../protocol/targetView.js";
+import type {TargetKind, TargetStatus, TargetView} from "../../../protocol/targetView.js";
 import type {EngineClientState} from "../engineClient/engineObserver.js";
-import {emptyIteration, type EngineStep} from "../engineClient/engineStep.js";
-import {histogramIncrease, histogramQuantile, mergeHistograms, type BucketHistogram} from "./bucketHistogram.js";
+import type {EngineStep} from "../engineClient/engineStep.js";
 import {readLlamaCpp} from "./llamaCppReader.js";
+import {ModelIdLookup} from "./modelIdLookup.js";
 import {readOllama} from "./ollamaReader.js";
 import {probeTarget} from "./probeTarget.js";
 import {TargetReadError, type TargetGetOptions} from "./targetHttp.js";
 import type {TargetReading} from "./targetReading.js";
+import {engineStateOf, stepOf, takeIncrease, viewOf, type Source, type WatchedTarget} from "./targetSources.js";
 import {readVllm} from "./vllmReader.js";
 
-export type WatchedTarget = {url: string, kind?: TargetKind | "auto", apiKey?: string};
+export type {WatchedTarget} from "./targetSources.js";
 
 /** What the monitor feeds: StatsManager fits. */
 export interface TargetSink {
@@ -33,7 +31,13 @@ export interface TargetSink {
 
 export type TargetMonitorOptions = {
     targets: readonly WatchedTarget[],
+    /** Fed all the targets merged. */
     sink: TargetSink,
+    /**
+     * One per target, in the order of `targets`: fed that server alone, exactly as a monitor watching
+     * only it would feed it, from the same polls as `sink`.
+     */
+    targetSinks?: readonly TargetSink[],
     /** Poll every this many ms. Default 1000. */
     intervalMs?: number,
     /** Histogram estimates cover this much time. Default 60 s (StatsManager's percentile window). */
@@ -43,50 +47,27 @@ export type TargetMonitorOptions = {
     now?: () => number
 };
 
-type CounterField = "promptTokensTotal" | "generationTokensTotal" | "preemptionsTotal" | "prefixCacheQueriesTotal" | "prefixCacheHitsTotal";
-
-const whatIsMissing: ReadonlyArray<[keyof TargetReading, string]> = [
-    ["running", "requests running"], ["waiting", "requests waiting"], ["promptTokensTotal", "prompt tokens"],
-    ["generationTokensTotal", "generation tokens"], ["kvCapacityTokens", "KV cache use"], ["prefixCacheQueriesTotal", "prefix cache hits"]
-];
-const histogramWords: ReadonlyArray<[HistogramMetric, string]> = [
-    ["ttft", "time to first token"], ["itl", "inter-token latency"], ["tpot", "time per output token"], ["e2e", "end-to-end latency"],
-    ["queue", "queue time"], ["prefill", "prefill time"], ["decode", "decode time"]
-];
-
 type NamedReading = {name: string, reading: TargetReading};
 
-type Replica = {
-    name: string,
-    reading: TargetReading | undefined,
-    counters: Map<CounterField, number>,
-    /** Histogram scrapes in the window, oldest first (the first one is the window's base). */
-    history: Array<{t: number, histograms: TargetReading["histograms"]}>
-};
-
-type Source = {
-    target: WatchedTarget,
-    kind: TargetKind | undefined,
-    model: string | undefined,
-    status: TargetStatus,
-    since: number,
-    error: string | null,
-    replicas: Map<string, Replica>
-};
+/** A sink and the sources it shows, with the engine state it was last told. */
+type Feed = {sink: TargetSink, sources: readonly Source[], state: EngineClientState | undefined};
 
 export class TargetMonitor {
     private readonly sources: Source[];
+    private readonly feeds: Feed[];
     private readonly now: () => number;
     private readonly intervalMs: number;
     private readonly windowMs: number;
     private timer: NodeJS.Timeout | undefined;
     private polling: Promise<void> | undefined;
-    private engineState: EngineClientState | undefined;
     private stopped = false;
 
     constructor(private readonly options: TargetMonitorOptions) {
         if (options.targets.length === 0)
             throw new RangeError("watch at least one server");
+        const targetSinks = options.targetSinks ?? [];
+        if (options.targetSinks !== undefined && targetSinks.length !== options.targets.length)
+            throw new RangeError(`${targetSinks.length} target sinks for ${options.targets.length} servers: give one per server`);
         this.now = options.now ?? Date.now;
         this.intervalMs = options.intervalMs ?? 1000;
         this.windowMs = options.percentileWindowMs ?? 60_000;
@@ -94,10 +75,16 @@ export class TargetMonitor {
         this.sources = options.targets.map((target) => ({
             target: {...target, url: target.url.replace(/\/+$/, "")},
             kind: target.kind === undefined || target.kind === "auto" ? undefined : target.kind,
-            model: undefined, status: "connecting", since: now, error: null, replicas: new Map()
+            model: undefined, modelLookup: new ModelIdLookup(this.now), status: "connecting", since: now, error: null, replicas: new Map()
         }));
-        this.setEngineState("loading");
-        options.sink.onTarget(this.view());
+        this.feeds = [
+            {sink: options.sink, sources: this.sources, state: undefined},
+            ...targetSinks.map((sink, i) => ({sink, sources: [this.sources[i]!], state: undefined}))
+        ];
+        for (const feed of this.feeds) {
+            this.setEngineState(feed, "loading");
+            feed.sink.onTarget(viewOf(feed.sources));
+        }
     }
 
     /** Polls now and then every `intervalMs` until `stop()`. */
@@ -119,35 +106,29 @@ export class TargetMonitor {
         await this.polling;
     }
 
-    /** One round: every server read at once, then one step into the sink. Never throws. */
+    /** One round: every server read once, at once, then one step into each sink. Never throws. */
     async pollOnce(): Promise<void> {
         await Promise.all(this.sources.map(async (source) => await this.read(source)));
         const now = this.now();
-        const step: EngineStep = {iteration: emptyIteration(now)};
-        const scheduler = {t: now, running: 0, waiting: 0, stepTokens: 0, kvUsedTokens: 0, kvCapacityTokens: 0};
-        for (const source of this.sources) {
-            if (source.status !== "up")
-                continue;
-            for (const replica of source.replicas.values()) {
-                const reading = replica.reading;
-                if (reading === undefined)
-                    continue;
-                scheduler.running += reading.running ?? 0;
-                scheduler.waiting += reading.waiting ?? 0;
-                scheduler.kvUsedTokens += reading.kvUsedTokens ?? 0;
-                scheduler.kvCapacityTokens += reading.kvCapacityTokens ?? 0;
-            }
-        }
         for (const source of this.sources)
             for (const replica of source.replicas.values())
-                this.addIncreases(replica, step);
-        scheduler.stepTokens = step.iteration.promptTokens + step.iteration.generationTokens;
-        if (this.sources.some((source) => source.status === "up"))
-            step.scheduler = scheduler;
-        this.setEngineState(this.sources.some((s) => s.status === "up") ? "ready"
-            : this.sources.every((s) => s.status === "connecting") ? "loading" : "crashed");
-        this.options.sink.onOutputs(step);
-        this.options.sink.onTarget(this.view());
+                takeIncrease(replica);
+        for (const feed of this.feeds) {
+            const step = stepOf(feed.sources, now);
+            this.setEngineState(feed, engineStateOf(feed.sources));
+            feed.sink.onOutputs(step);
+            feed.sink.onTarget(viewOf(feed.sources));
+        }
+    }
+
+    /** The watched servers as the panel shows them: all of them, or (`target`: its index) one. */
+    view(target?: number): TargetView {
+        if (target === undefined)
+            return viewOf(this.sources);
+        const source = this.sources[target];
+        if (source === undefined)
+            throw new RangeError(`no server ${target} of ${this.sources.length}`);
+        return viewOf([source]);
     }
 
     private async read(source: Source): Promise<void> {
@@ -163,7 +144,7 @@ export class TargetMonitor {
             for (const {name, reading} of readings) {
                 let replica = source.replicas.get(name);
                 if (replica === undefined)
-                    source.replicas.set(name, replica = {name, reading: undefined, counters: new Map(), history: []});
+                    source.replicas.set(name, replica = {name, reading: undefined, counters: new Map(), increase: undefined, history: []});
                 replica.reading = reading;
                 replica.history.push({t, histograms: reading.histograms});
                 while (replica.history.length > 1 && replica.history[1]!.t <= t - this.windowMs)
@@ -174,6 +155,8 @@ export class TargetMonitor {
         } catch (error) {
             const kind = error instanceof TargetReadError ? error.kind : "bad";
             this.setStatus(source, kind === "unreachable" ? "unreachable" : kind === "auth" ? "unauthorized" : "error", errorMessage(error));
+            if (kind === "unreachable")
+                source.modelLookup.forget(); // down: whatever answers there next is asked for its model at once
             for (const replica of source.replicas.values())
                 replica.reading = undefined;
         }
@@ -182,7 +165,7 @@ export class TargetMonitor {
     private async readKind(source: Source, kind: TargetKind, http: TargetGetOptions): Promise<NamedReading[]> {
         const url = source.target.url;
         switch (kind) {
-            case "llamacpp": return [{name: url, reading: await readLlamaCpp(url, http, source.model)}];
+            case "llamacpp": return [{name: url, reading: await readLlamaCpp(url, http, async () => source.model ?? await source.modelLookup.read(url, http))}];
             case "ollama": return [{name: url, reading: await readOllama(url, http)}];
             case "vllm": {
                 const ranks = await readVllm(url, http);
@@ -201,125 +184,10 @@ export class TargetMonitor {
         source.error = error;
     }
 
-    /** Adds what the replica's counters grew by since the last poll to the step (restart-aware, high-water marked). */
-    private addIncreases(replica: Replica, step: EngineStep): void {
-        const reading = replica.reading;
-        if (reading === undefined)
+    private setEngineState(feed: Feed, state: EngineClientState): void {
+        if (state === feed.state)
             return;
-        const lastPrompt = replica.counters.get("promptTokensTotal");
-        const restarted = lastPrompt !== undefined && reading.promptTokensTotal !== undefined && reading.promptTokensTotal < lastPrompt;
-        const increase = (field: CounterField): number => {
-            const value = reading[field];
-            if (value === undefined)
-                return 0;
-            const high = replica.counters.get(field);
-            if (high === undefined || restarted) {
-                replica.counters.set(field, value);
-                return high === undefined ? 0 : value; // the first reading is the baseline
-            }
-            replica.counters.set(field, Math.max(high, value));
-            return Math.max(0, value - high);
-        };
-        const iteration = step.iteration;
-        iteration.promptTokens += increase("promptTokensTotal");
-        iteration.generationTokens += increase("generationTokensTotal");
-        iteration.preemptions += increase("preemptionsTotal");
-        const queries = increase("prefixCacheQueriesTotal");
-        const hits = increase("prefixCacheHitsTotal");
-        if (queries > 0) {
-            iteration.prefixCacheRequests += 1;
-            iteration.prefixCacheQueries += queries;
-            iteration.prefixCacheHits += Math.min(hits, queries);
-        }
+        feed.state = state;
+        feed.sink.onEngineState(state);
     }
-
-    /** The watched servers as the panel shows them. */
-    view(): TargetView {
-        const replicas: TargetReplicaView[] = [];
-        const up: TargetReading[] = [];
-        const notes = new Set<string>();
-        for (const source of this.sources) {
-            const readings = source.status === "up" ? [...source.replicas.values()].filter((r) => r.reading !== undefined) : [];
-            const base = {url: source.target.url, version: null, status: source.status, since: source.since, error: source.error};
-            if (readings.length === 0) {
-                // Not identified yet (never answered): shown as vLLM-like, the kind with the most to report.
-                replicas.push({...base, kind: source.kind ?? "vllm", name: source.target.url, model: source.model ?? null,
-                    running: null, waiting: null, kvCacheUsage: null, vramUsedBytes: null});
-                continue;
-            }
-            for (const replica of readings) {
-                const reading = replica.reading!;
-                up.push(reading);
-                reading.notes.forEach((note) => notes.add(note));
-                replicas.push({
-                    ...base, name: replica.name, kind: reading.kind, model: reading.model ?? null, version: reading.version ?? null,
-                    running: reading.running ?? null, waiting: reading.waiting ?? null,
-                    kvCacheUsage: kvUsage(reading),
-                    vramUsedBytes: reading.vramUsedBytes ?? null
-                });
-            }
-        }
-        const notReported = up.length === 0 ? []
-            : whatIsMissing.filter(([field]) => up.every((r) => r[field] === undefined)).map(([, words]) => words);
-        const estimated = this.estimates();
-        if (up.length > 0) {
-            for (const [metric, words] of histogramWords)
-                if (estimated[metric] === undefined)
-                    notReported.push(words);
-            notReported.push("per-request timeline");
-        }
-        return {replicas, notReported, estimated, notes: [...notes]};
-    }
-
-    /** Each histogram's increase over the window, per replica, merged bucket-wise, then PromQL's quantiles. */
-    private estimates(): Partial<Record<HistogramMetric, EstimatedPercentiles>> {
-        const out: Partial<Record<HistogramMetric, EstimatedPercentiles>> = {};
-        const byMetric = new Map<HistogramMetric, BucketHistogram[]>();
-        for (const source of this.sources) {
-            if (source.status !== "up")
-                continue;
-            for (const replica of source.replicas.values()) {
-                const latest = replica.history.at(-1);
-                const base = replica.history.length > 1 ? replica.history[0] : undefined;
-                if (latest === undefined || replica.reading === undefined)
-                    continue;
-                const histograms = Object.entries(latest.histograms) as Array<[HistogramMetric, BucketHistogram]>;
-                for (const [metric, histogram] of histograms) {
-                    const list = byMetric.get(metric) ?? [];
-                    list.push(histogramIncrease(histogram, base?.histograms[metric]));
-                    byMetric.set(metric, list);
-                }
-            }
-        }
-        for (const [metric, list] of byMetric) {
-            let merged: BucketHistogram | undefined;
-            try {
-                merged = mergeHistograms(list);
-            } catch {
-                continue; // replicas with different buckets: no honest merge
-            }
-            if (merged === undefined)
-                continue;
-            out[metric] = {
-                count: merged.count,
-                mean: merged.count > 0 ? merged.sum / merged.count : null,
-                p50: histogramQuantile(0.5, merged),
-                p90: histogramQuantile(0.9, merged),
-                p99: histogramQuantile(0.99, merged)
-            };
-        }
-        return out;
-    }
-
-    private setEngineState(state: EngineClientState): void {
-        if (state === this.engineState)
-            return;
-        this.engineState = state;
-        this.options.sink.onEngineState(state);
-    }
-}
-
-function kvUsage(reading: TargetReading): number | null {
-    const {kvUsedTokens: used, kvCapacityTokens: capacity} = reading;
-    return used !== undefined && capacity !== undefined && capacity > 0 ? used / capacity : null;
 }
