@@ -51,6 +51,58 @@ async function startServer(mode: "dropReused" | "dropAll"): Promise<{baseUrl: st
     };
 }
 
+/** A server that sends one text chunk and then, per `mode`, holds the stream open or drops the connection. */
+async function startStalledServer(mode: "hold" | "drop"): Promise<{baseUrl: string, closed: Promise<void>, close(): Promise<void>}> {
+    let onClosed = (): void => undefined;
+    const closed = new Promise<void>((resolve) => onClosed = resolve);
+    const server = http.createServer((incoming, response) => {
+        incoming.resume();
+        incoming.on("end", () => {
+            response.writeHead(200, {"Content-Type": "text/event-stream"});
+            response.write(`data: ${JSON.stringify({choices: [{index: 0, text: " there", finish_reason: null}]})}\n\n`);
+            response.on("close", onClosed);
+            if (mode === "drop")
+                setTimeout(() => incoming.socket.destroy(), 20);
+        });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const {port} = server.address() as AddressInfo;
+    return {
+        baseUrl: `http://127.0.0.1:${port}/v1`,
+        closed,
+        close: () => new Promise<void>((resolve) => {
+            server.closeAllConnections();
+            server.close(() => resolve());
+        })
+    };
+}
+
+describe("OpenAiHttpTarget when a stream does not end normally", () => {
+    test("cancel mid-stream: the request ends as abort and its connection is closed", async (t) => {
+        const server = await startStalledServer("hold");
+        t.after(() => server.close());
+        const target = await OpenAiHttpTarget.connect({baseUrl: server.baseUrl, endpoint: "completions", modelName: "m"});
+        const handle = target.send(request);
+        setTimeout(() => handle.cancel(), 100);
+        const result = await handle.done;
+        assert.equal(result.reason, "abort");
+        assert.equal(result.error, "cancelled");
+        await server.closed; // the server saw the client go
+        target.close();
+    });
+
+    test("a connection dropped mid-stream fails the request, saying the stream broke off", async (t) => {
+        const server = await startStalledServer("drop");
+        t.after(() => server.close());
+        const target = await OpenAiHttpTarget.connect({baseUrl: server.baseUrl, endpoint: "completions", modelName: "m"});
+        const result = await target.send(request).done;
+        assert.equal(result.reason, "error");
+        assert.match(result.error ?? "", /^the stream broke off: /);
+        assert.equal(result.text, " there"); // what arrived before the drop is kept
+        target.close();
+    });
+});
+
 describe("OpenAiHttpTarget on connections the server closed", () => {
     const servers: Array<{close(): Promise<void>}> = [];
     after(async () => {
@@ -69,7 +121,7 @@ describe("OpenAiHttpTarget on connections the server closed", () => {
             assert.equal(result.text, " there was");
             assert.equal(result.generatedTokens, 2);
         }
-        // The client reuses kept-alive sockets, so some tries found theirs dropped (how many depends on undici's pool
+        // The client reuses kept-alive sockets, so some tries found theirs dropped (how many depends on the pool's
         // timing); each request then succeeded on a new connection, the only kind this server answers.
         assert.ok(target.resentRequests >= 1, String(target.resentRequests));
         assert.equal(server.connections(), sequential);

@@ -15,6 +15,8 @@
  * TTFT of ~0 and an extra ITL gap, so only chunks with text count here (vLLM's own server sends the role
  * chunk with the first token, so there the two agree).
  */
+import http from "node:http";
+import https from "node:https";
 import {createParser} from "eventsource-parser";
 import {nowMs} from "../../../common/clock.js";
 import {errorMessage} from "../../../common/errorMessage.js";
@@ -82,16 +84,17 @@ function fetchFailure(error: unknown): string {
 /** Tries per request when the connection turns out closed before anything was sent back. */
 export const maxSendAttempts = 8;
 
-/** Whether fetch failed because the server closed a kept-alive connection before answering (undici's "other side closed", a reset). */
+/** Whether a request failed because the server closed its connection before answering ("socket hang up", a reset). */
 function isStaleConnection(error: unknown): boolean {
-    const cause = error instanceof Error ? error.cause : undefined;
-    const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : "";
-    return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+    const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : "";
+    return code === "ECONNRESET" || code === "EPIPE";
 }
 
+/** How long a request may see no data (headers or body) before it fails. */
+const idleTimeoutMs = 300_000;
+
 /** `HTTP 400: message` from an error response (OpenAI's `{"error": {"message"}}` body, else its text). */
-async function statusFailure(response: Response): Promise<string> {
-    const text = await response.text().catch(() => "");
+function statusFailure(status: number, statusText: string, text: string): string {
     let message = text.trim().slice(0, 500);
     try {
         const body: unknown = JSON.parse(text);
@@ -102,7 +105,7 @@ async function statusFailure(response: Response): Promise<string> {
     } catch {
         // not JSON: keep the text
     }
-    return `HTTP ${response.status}${message !== "" ? `: ${message}` : response.statusText !== "" ? ` ${response.statusText}` : ""}`;
+    return `HTTP ${status}${message !== "" ? `: ${message}` : statusText !== "" ? ` ${statusText}` : ""}`;
 }
 
 export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
@@ -110,6 +113,12 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
     resentRequests = 0;
     private readonly url: string;
     private readonly headers: Record<string, string>;
+    /**
+     * Node's own HTTP client on kept-alive connections, as vLLM's benchmark uses aiohttp: fetch's web
+     * streams cost this client ~1.5 ms per request before the first chunk reached the parser, time a
+     * benchmark would have charged to the server.
+     */
+    private readonly agent: http.Agent;
 
     private constructor(readonly baseUrl: string, readonly endpoint: BenchEndpoint, readonly model: string, apiKey: string | undefined,
         private readonly cachePrompt: boolean | undefined) {
@@ -117,6 +126,7 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
         // X-Title labels the requests `bench` in servers that break stats down by client (ours), as over IPC.
         this.headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "User-Agent": "inference-monitor-bench", "X-Title": "bench",
             ...(apiKey !== undefined && apiKey !== "" ? {Authorization: `Bearer ${apiKey}`} : {})};
+        this.agent = new (this.url.startsWith("https:") ? https.Agent : http.Agent)({keepAlive: true});
     }
 
     /** The target; without `modelName`, asks GET {base}/models. Throws BenchTargetError when the server cannot be used. */
@@ -156,10 +166,10 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             result.error = signal.aborted ? "cancelled" : message;
             return result;
         };
-        let response: Response;
+        let response: http.IncomingMessage;
         for (let attempt = 1; ; attempt++) {
             try {
-                response = await fetch(this.url, {method: "POST", headers: this.headers, body, signal});
+                response = await this.post(body, signal);
                 break;
             } catch (error) {
                 // llama.cpp's server closes the connection after each streamed response without saying so
@@ -171,13 +181,12 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
                     this.resentRequests++;
                     continue;
                 }
-                return fail(`POST ${this.url}: ${fetchFailure(error)}`);
+                return fail(`POST ${this.url}: ${errorMessage(error)}`);
             }
         }
-        if (!response.ok)
-            return fail(await statusFailure(response));
-        if (response.body === null)
-            return fail("the response has no body");
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status > 299)
+            return fail(statusFailure(status, response.statusMessage ?? "", await readText(response).catch(() => "")));
 
         // Written from the parser's callback (an object, so TypeScript does not narrow it to its initial value).
         const seen: {failure?: string, finishReason: string | null, done: boolean, usage?: Usage} = {finishReason: null, done: false};
@@ -207,18 +216,20 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             seen.finishReason = chunk.finishReason ?? seen.finishReason;
             seen.usage = chunk.usage ?? seen.usage;
         }});
-        const reader = response.body.getReader();
-        const decoder = new TextDecoder();
         try {
-            for (;;) {
-                const {value, done} = await reader.read();
-                if (done)
-                    break;
-                parser.feed(decoder.decode(value, {stream: true}));
-            }
-            parser.feed(decoder.decode());
+            // Fed from the socket's own 'data' events: no stream adapters between the bytes and their timestamp.
+            response.setEncoding("utf8");
+            await new Promise<void>((resolve, reject) => {
+                response.on("data", (text: string) => parser.feed(text));
+                response.once("end", resolve);
+                response.once("error", reject);
+                response.once("close", () => {
+                    if (!response.complete)
+                        reject(new Error("the connection closed before the response ended"));
+                });
+            });
         } catch (error) {
-            return fail(`the stream broke off: ${fetchFailure(error)}`);
+            return fail(`the stream broke off: ${errorMessage(error)}`);
         }
         if (seen.failure !== undefined)
             return fail(seen.failure);
@@ -235,6 +246,33 @@ export class OpenAiHttpTarget implements BenchTarget<HttpRequestResult> {
             result.generatedTokens = result.deliveries.length;
         return result;
     }
+
+    /** POSTs `body` on a pooled keep-alive connection; resolves with the response once its status line and headers arrived. */
+    private post(body: string, signal: AbortSignal): Promise<http.IncomingMessage> {
+        return new Promise((resolve, reject) => {
+            const send = this.url.startsWith("https:") ? https.request : http.request;
+            const outgoing = send(this.url, {method: "POST", agent: this.agent, signal,
+                headers: {...this.headers, "Content-Length": Buffer.byteLength(body)}}, resolve);
+            outgoing.once("error", reject);
+            // undici's fetch gave up after 300 s without headers or body data; so does this client.
+            outgoing.setTimeout(idleTimeoutMs, () => outgoing.destroy(new Error(`no data for ${idleTimeoutMs / 1000} s`)));
+            outgoing.end(body);
+        });
+    }
+
+    /** Closes the pooled connections (idle ones never keep the process alive; this frees them at once). */
+    close(): void {
+        this.agent.destroy();
+    }
+}
+
+/** The whole body of a (short) error response. */
+async function readText(response: http.IncomingMessage): Promise<string> {
+    response.setEncoding("utf8");
+    let text = "";
+    for await (const piece of response as AsyncIterable<string>)
+        text += piece;
+    return text;
 }
 
 async function firstModelId(baseUrl: string, apiKey: string | undefined): Promise<string> {
@@ -246,7 +284,7 @@ async function firstModelId(baseUrl: string, apiKey: string | undefined): Promis
         throw new BenchTargetError(`could not reach ${url}: ${fetchFailure(error)}`);
     }
     if (!response.ok)
-        throw new BenchTargetError(`GET ${url}: ${await statusFailure(response)}`);
+        throw new BenchTargetError(`GET ${url}: ${statusFailure(response.status, response.statusText, await response.text().catch(() => ""))}`);
     let body: unknown;
     try {
         body = await response.json();

@@ -89,8 +89,12 @@ export type HttpBenchRun = {
 export async function runHttpBenchmark(options: BenchOptions, http: HttpTargetOptions,
                                        io: Pick<BenchIo, "stderr">): Promise<HttpBenchRun> {
     const target = await OpenAiHttpTarget.connect(http);
-    const workload = await runWithProgress(target, options, io);
-    return {...measure(workload, options), results: workload.results, target};
+    try {
+        const workload = await runWithProgress(target, options, io);
+        return {...measure(workload, options), results: workload.results, target};
+    } finally {
+        target.close();
+    }
 }
 
 /** vLLM's metrics of a run; client-side queueing only with a concurrency limit, as vLLM reports it. */
