@@ -1,5 +1,5 @@
 /**
- * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick]`
+ * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only]`
  *
  * Us against llama.cpp's own server, side by side in one run: the same serving benchmark (the demo
  * `small` model, 32 prompts of ~48 tokens, exactly 64 output tokens each with ignore_eos, the bench's
@@ -36,6 +36,10 @@
  * first), the cache settings alternating; medians over repeats. Every run must have 0 failures and exactly
  * 32 × 64 output tokens as the server itself reports them (streamed `usage` on every HTTP response, and
  * each server's generated-token counter in /metrics), else the script stops with the details.
+ * First, the kernel ceiling (scripts/kernelCeiling.ts): llama.cpp's kernels alone on each side, one
+ * sequence, no serving loop — how far our prebuilt binaries are from llama-server's build before any
+ * scheduling. `--kernels-only` measures just that.
+ *
  * A benchmark, not a test: do not run it next to other measurements.
  */
 import fs from "node:fs";
@@ -49,13 +53,15 @@ import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchma
 import {benchTemperature} from "../extension/host/bench/workload.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
 
 const {values} = parseArgs({options: {
     json: {type: "string"},
     repeats: {type: "string", default: "3"},
-    quick: {type: "boolean", default: false}
+    quick: {type: "boolean", default: false},
+    ["kernels-only"]: {type: "boolean", default: false}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -70,6 +76,9 @@ const llamaServerArgs = ["-t", String(workload.threads), "-tb", String(workload.
     "-c", String(workload.contextPerSequence * workload.parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--min-p", "0",
     "--no-webui", "--metrics"];
 const engineArgs = ["--threads", String(workload.threads), "--parallel", String(workload.parallel)];
+
+/** The kernel ceiling's prompt: plain words the demo tokenizer knows, more than 480 tokens of them. */
+const kernelCeilingText = "once upon a time a little girl walked to the park with her dog and they played in the sun until it was late ".repeat(40);
 
 const targets = ["llama-server", "ipc", "http"] as const;
 type Target = typeof targets[number];
@@ -206,6 +215,15 @@ async function main(): Promise<void> {
     console.log(`llama-server ${version}: ${binary} -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs.join(" ")}; ` +
         "prefix cache off: cache_prompt: false in every request");
 
+    const ceiling: KernelCeiling = await measureKernelCeiling({binary, modelPath, threads: workload.threads,
+        text: kernelCeilingText, promptTokens: 480, outputTokens: 64, repeats: 5, temperature: workload.temperature});
+    console.log(describeKernelCeiling(ceiling));
+    if (values["kernels-only"] === true) {
+        if (values.json !== undefined)
+            fs.writeFileSync(values.json, JSON.stringify({kernel_ceiling: ceiling}, null, 2) + "\n");
+        return;
+    }
+
     const started = performance.now();
     // Warm-up (page cache, JIT, the binaries), not counted.
     const warm: LoadPoint = {concurrency: 4, rate: Infinity};
@@ -281,6 +299,7 @@ async function main(): Promise<void> {
                 llama_server: {binary, version, args: ["-m", "MODEL", "--host", "127.0.0.1", "--port", "P", ...llamaServerArgs],
                     prefix_cache_off: "cache_prompt: false in every request"},
                 ours: {engine_args: engineArgs, prefix_cache_off: "--prefix-cache off"}},
+            kernel_ceiling: ceiling,
             results: rows,
             ratios,
             failed_runs: failures
