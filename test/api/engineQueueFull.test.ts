@@ -70,3 +70,48 @@ describe("engine queue full → 503", () => {
         assert.equal(served.usage?.completion_tokens, 2, "the request under the cap was served");
     });
 });
+
+describe("serve --max-waiting 0: never wait, but serve whatever a free sequence can take", () => {
+    let client: EngineClient;
+    let server: ApiServer;
+
+    before(async () => {
+        // What `serve --max-waiting 0` configures: the same cap on the server and on the engine.
+        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 1, statsIntervalMs: 0,
+            maxWaitingRequests: 0});
+        await client.start();
+        server = await ApiServer.listen({engine: {current: () => client}, port: 0, maxWaiting: 0});
+    });
+    after(async () => {
+        await server.close();
+        await client.stop();
+    });
+
+    const complete = (stream: boolean): Promise<Response> => fetch(`${server.baseUrl}/completions`, {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify({model: "m", prompt: "Hello", max_tokens: 2, stream})});
+
+    test("an idle server answers 200 (the server's own check used to refuse every request: 0 waiting ≥ 0)", async () => {
+        for (const stream of [false, true]) {
+            const response = await complete(stream);
+            assert.equal(response.status, 200, await response.text());
+        }
+    });
+
+    test("with the only sequence busy, the next request gets 503 queue_full at once instead of waiting", async () => {
+        const controller = new AbortController();
+        const running = fetch(`${server.baseUrl}/completions`, {method: "POST", headers: {"Content-Type": "application/json"}, signal: controller.signal,
+            body: JSON.stringify({model: "m", prompt: "Long story", max_tokens: 400, stream: true, ignore_eos: true})})
+            .then(async (response) => await response.text()).catch(() => "");
+        const deadline = Date.now() + 10_000;
+        while (client.inFlightCount < 1 && Date.now() < deadline)
+            await new Promise((resolve) => setTimeout(resolve, 5));
+        const refused = await complete(false);
+        const text = await refused.text();
+        assert.equal(refused.status, 503, text);
+        assert.equal(refused.headers.get("retry-after"), "1");
+        assert.match(text, /"code":"queue_full"/);
+        assert.equal(client.waitingCount, 0);
+        controller.abort();
+        await running;
+    });
+});

@@ -20,7 +20,7 @@ export type GenerationContext = {
     modelId: string,
     /** Who sent it (the stats break requests down by this). */
     clientLabel: string,
-    /** Refuse with 503 when this many requests already wait for a sequence. */
+    /** Refuse with 503 when this many requests (at least one) already wait for a sequence. */
     maxWaiting: number,
     request: http.IncomingMessage,
     response: http.ServerResponse
@@ -41,7 +41,10 @@ export async function serveCompletion(body: CompletionRequest, context: Generati
 async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<GenerateInput, "prompt" | "messages" | "suffix">,
                                context: GenerationContext): Promise<void> {
     const {client, info, response} = context;
-    if (client.waitingCount >= context.maxWaiting)
+    // Refused here only when requests already wait, so this one would wait behind them. Whether a request
+    // arriving at an empty queue must wait depends on the sequences, which only the engine knows: its own
+    // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
+    if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
         throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
     const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
     const handle = client.generate(generate);
