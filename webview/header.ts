@@ -1,8 +1,8 @@
 /**
  * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, engine state ("stalled for 3.2 s"
- * while stalled) and uptime. Each value element carries `data-field="<name>"`. Watching servers (`target`), it
- * names their models and kinds instead, lists each server with its state ("unreachable since 12:03:04"),
- * and shows what the numbers cannot say (`data-field="notes"`).
+ * while stalled) and uptime; while an engine loads, "loading…" with the model before it, and no uptime. Each value
+ * element carries `data-field="<name>"`. Watching servers (`target`), it names their models and kinds instead, lists
+ * each server with its state ("unreachable since 12:03:04"), and shows what the numbers cannot say (`data-field="notes"`).
  */
 import {el, setText} from "./dom.js";
 import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
@@ -55,7 +55,10 @@ export class Header {
             return;
         }
         setText(this.notes, "");
-        this.set("model", engine === null ? "no model" : `${engine.model.name} (${engine.model.quantization}, ${formatParams(engine.model.parameterCount)} params)`);
+        // While an engine loads, `engine` still describes the one before it (the new one is known at ready).
+        const loading = state === "loading";
+        const described = engine === null ? undefined : `${engine.model.name} (${engine.model.quantization}, ${formatParams(engine.model.parameterCount)} params)`;
+        this.set("model", described === undefined ? loading ? "loading…" : "no model" : loading ? `loading… (before: ${described})` : described);
         this.set("backend", engine === null ? "–" : backendNames[engine.backend] ?? engine.backend);
         this.set("gpu", engine === null ? "–" : engine.gpuDevices.length === 0 ? "none" : engine.gpuDevices.join(", "));
         const vramTotal = gauges.vramTotalBytes || engine?.vramTotalBytes || 0;
@@ -64,7 +67,7 @@ export class Header {
         this.set("sequences", engine === null ? "–" : formatNumber(engine.parallel));
         this.set("prefixCache", engine === null ? "–" : engine.prefixCache ? "on" : "off");
         const startedAt = store.engineStartedAt;
-        this.set("uptime", startedAt === undefined ? "–" : formatDuration(hostNow - startedAt));
+        this.set("uptime", startedAt === undefined || loading ? "–" : formatDuration(hostNow - startedAt));
     }
 
     private showTarget(target: TargetView, vramUsed: number): void {

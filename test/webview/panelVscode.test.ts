@@ -164,6 +164,12 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
         stats.advance(1000);
         stats.manager.onEngineState("loading");
         stats.advance(1000);
+        // While it loads, the header does not present the old model as the running one.
+        for (const delta of fresh.splice(0))
+            await post(DeltaMessage.create({delta}));
+        await page.waitForFunction(() => document.querySelector('[data-field="state"]')?.textContent === "loading");
+        assert.equal(await page.textContent('[data-field="model"]'), "loading… (before: tiny-test (F16, 1.0 M params))");
+        assert.equal(await page.textContent('[data-field="uptime"]'), "–");
         const other = fakeEngineInfo();
         other.model = {...other.model, path: "/models/other.gguf", name: "other-model", quantization: "Q8_0", parameterCount: 2e6};
         other.contextSize = 2048;
