@@ -17,36 +17,34 @@
  * the page reads it from its address and sends it on `/stream`. Without it `/stream` answers 401, so
  * other local processes can neither read nor reset the stats.
  *
- * Each client gets a PanelSession (extension/host/panel: the same host end the VS Code panel uses). Client messages are
- * validated (parsePanelToHost) and capped at `maxPanelMessageBytes`; bad ones are dropped and
- * counted in `rejectedCount`. Browsers may only connect from this server's own
- * origin, and only under a loopback Host name (no cross-site or DNS-rebinding access to the stats).
+ * Each client is a DashboardViewer (dashboardViewer.ts) with a PanelSession (extension/host/panel: the
+ * same host end the VS Code panel uses). Client messages are validated (parsePanelToHost) and capped at
+ * `maxPanelMessageBytes`; bad ones are dropped and counted in `rejectedCount`. Browsers may only connect
+ * from this server's own origin, and only under a loopback Host name (no cross-site or DNS-rebinding
+ * access to the stats).
  *
- * A client cannot make the host hoard memory or time: before every message the host checks what the
- * client has not read yet (a delta is skipped above `maxBufferedBytes`; anything else closes the client
- * with 1013); messages that make a snapshot (`ready`, `requestSnapshot`, `selectSource`) and `export`
- * are rate-limited per client (token buckets; the excess is dropped and counted: one snapshot answers
- * all the dropped snapshot requests once the rate allows, anything else gets one `error`); at most
- * `maxConnections` clients (503 beyond); a client that does not answer a ping by the next one is cut
- * off, and a connection that sends no request within `requestTimeoutMs` is closed.
+ * A client cannot make the host hoard memory or time: what it has not read is capped and what it asks
+ * for is rate-limited (dashboardViewer.ts); at most `maxConnections` clients (503 beyond); a client that
+ * does not answer a ping by the next one is cut off, and a connection that sends no request within
+ * `requestTimeoutMs` is closed.
  */
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import {WebSocket, WebSocketServer} from "ws";
 import {renderPanelHtml, makeNonce, panelCsp} from "../panel/panelHtml.js";
-import {
-    ErrorMessage, encodeMessage, maxPanelMessageBytes, parsePanelToHost, type HostToPanel, type PanelToHost
-} from "../../../protocol/panelMessages.js";
-import {PanelSession, type PanelStatsSource} from "../panel/panelSession.js";
+import {maxPanelMessageBytes} from "../../../protocol/panelMessages.js";
+import type {PanelStatsSource} from "../panel/panelSession.js";
 import type {MetricsBody} from "../stats/loggers/metricsHttpServer.js";
 import {exportStats, requestsCsv} from "../stats/statsExport.js";
 import {listen} from "../net/listen.js";
-import {rawDataToString} from "../net/rawData.js";
 import {allowedHostHeader, allowedOrigin} from "../net/hostCheck.js";
 import {makeAccessToken, requestHasToken, tokenParameter} from "./accessToken.js";
+import {DashboardViewer, type NamedStatsSource, type ViewerHost} from "./dashboardViewer.js";
 import {closeConnectionsWithoutRequest} from "./firstRequestTimeout.js";
-import {TokenBucket, type RateLimit} from "./tokenBucket.js";
+import type {RateLimit} from "./tokenBucket.js";
+
+export {slowClientCloseCode, type NamedStatsSource} from "./dashboardViewer.js";
 
 /** What the dashboard shows: StatsManager fits. */
 export type DashboardStatsSource = PanelStatsSource;
@@ -94,22 +92,6 @@ export type DashboardServerOptions = {
     onRejected?: (reason: string) => void
 };
 
-/** One of the dashboard's `choices`. */
-export type NamedStatsSource = {key: string, label: string, source: DashboardStatsSource};
-
-type Client = {
-    socket: WebSocket,
-    session: PanelSession,
-    /** Answered the last ping. */
-    alive: boolean,
-    snapshots: TokenBucket,
-    exports: TokenBucket,
-    /** Told it is over its rate since it last got through (one `error` per run of dropped messages). */
-    toldLimited: boolean,
-    /** A snapshot it asked for over its rate, sent when its bucket has a token again (one, however many it asked for). */
-    owedSnapshot: NodeJS.Timeout | undefined
-};
-
 export const dashboardDefaults = {
     maxBufferedBytes: 4 << 20,
     maxConnections: 32,
@@ -119,9 +101,6 @@ export const dashboardDefaults = {
     requestTimeoutMs: 10_000,
     closeGraceMs: 2000
 } as const satisfies Partial<DashboardServerOptions>;
-
-/** The close code for a client that does not read what it asked for (RFC 6455: try again later). */
-export const slowClientCloseCode = 1013;
 
 export class DashboardServerError extends Error {
     override readonly name = "DashboardServerError";
@@ -138,8 +117,6 @@ const contentTypes: Record<string, string> = {
 };
 
 const exportPaths = new Set(["/export.json", "/export.csv", "/export-requests.csv"]);
-/** Client messages answered with a fresh snapshot (the costly part of the protocol). */
-const makesSnapshot = new Set<PanelToHost["type"]>(["ready", "requestSnapshot", "selectSource"]);
 
 export class DashboardServer {
     /** Client messages dropped: malformed, unknown, binary, or over the size cap. */
@@ -154,8 +131,8 @@ export class DashboardServer {
     timedOutCount = 0;
     /** This run's access token (see accessToken.ts). */
     readonly token = makeAccessToken();
-    private readonly clients = new Set<Client>();
-    private readonly maxBufferedBytes: number;
+    private readonly clients = new Set<DashboardViewer>();
+    private readonly viewerHost: ViewerHost;
     private keepalive: NodeJS.Timeout | undefined;
     private wss!: WebSocketServer;
     private rootDir!: string;
@@ -169,7 +146,31 @@ export class DashboardServer {
         /** Whether this object created the HTTP server (and closes it) or was mounted on another's. */
         private readonly ownsServer: boolean
     ) {
-        this.maxBufferedBytes = options.maxBufferedBytes ?? dashboardDefaults.maxBufferedBytes;
+        this.viewerHost = {
+            source: options.source,
+            ...(options.choices !== undefined ? {choices: options.choices} : {}),
+            ...(options.maxHz !== undefined ? {maxHz: options.maxHz} : {}),
+            ...(options.engineStartedAt !== undefined ? {engineStartedAt: options.engineStartedAt} : {}),
+            maxBufferedBytes: options.maxBufferedBytes ?? dashboardDefaults.maxBufferedBytes,
+            snapshotRate: options.snapshotRate ?? dashboardDefaults.snapshotRate,
+            exportRate: options.exportRate ?? dashboardDefaults.exportRate,
+            closeGraceMs: options.closeGraceMs ?? dashboardDefaults.closeGraceMs,
+            countRejected: (reason) => {
+                this.rejectedCount++;
+                options.onRejected?.(reason);
+            },
+            countRateLimited: () => {
+                this.rateLimitedCount++;
+            },
+            countSlowClient: (reason) => {
+                this.slowClientCount++;
+                options.onRejected?.(reason);
+            },
+            report: (reason) => options.onRejected?.(reason),
+            forget: (viewer) => {
+                this.clients.delete(viewer);
+            }
+        };
     }
 
     /** Starts serving; rejects with PortInUseError (net/listen.ts) when the port is taken. */
@@ -255,8 +256,8 @@ export class DashboardServer {
             return;
         this.closed = true;
         clearInterval(this.keepalive);
-        for (const client of this.clients) {
-            client.session.dispose();
+        for (const client of [...this.clients]) {
+            client.drop();
             client.socket.terminate();
         }
         this.clients.clear();
@@ -293,172 +294,28 @@ export class DashboardServer {
             this.rejectedCount++;
             this.options.onRejected?.(`websocket server: ${error.message}`);
         });
-        this.wss.on("connection", (socket) => this.onConnection(socket));
+        this.wss.on("connection", (socket) => {
+            this.clients.add(new DashboardViewer(socket, this.viewerHost));
+        });
         this.keepalive = setInterval(() => this.pingClients(), this.options.pingIntervalMs ?? dashboardDefaults.pingIntervalMs);
         this.keepalive.unref();
     }
 
     /** Cuts off clients that did not answer the last ping; pings the others. */
     private pingClients(): void {
-        for (const client of this.clients) {
+        for (const client of [...this.clients]) {
             if (client.socket.readyState !== WebSocket.OPEN)
                 continue;
             if (!client.alive) {
                 this.timedOutCount++;
                 this.options.onRejected?.("a /stream client did not answer a ping: cut off");
-                this.drop(client);
+                client.drop();
                 client.socket.terminate();
                 continue;
             }
             client.alive = false;
             client.socket.ping();
         }
-    }
-
-    private onConnection(socket: WebSocket): void {
-        const options = this.options;
-        // What this browser shows: its own pick among the choices, if any.
-        const list = options.choices;
-        let selectedKey = list?.()[0]?.key;
-        const current = (): DashboardStatsSource => list?.().find((choice) => choice.key === selectedKey)?.source ?? options.source;
-        const source: DashboardStatsSource = {
-            snapshot: () => current().snapshot(),
-            subscribe: (listener, subscribeOptions) => current().subscribe(listener, subscribeOptions),
-            reset: () => current().reset()
-        };
-        const send = (message: HostToPanel): void => {
-            if (socket.readyState !== WebSocket.OPEN)
-                return;
-            // Checked before every send: a client that does not read what it asked for is closed, so
-            // what the host holds for it stays under the limit (plus this one message).
-            if (socket.bufferedAmount > this.maxBufferedBytes) {
-                this.closeSlow(client);
-                return;
-            }
-            socket.send(encodeMessage(message));
-        };
-        const session = new PanelSession({
-            source,
-            ...(list !== undefined ? {choices: {
-                list: () => list().map(({key, label}) => ({key, label})),
-                selected: () => selectedKey ?? "",
-                select: (key: string) => {
-                    selectedKey = key;
-                }
-            }} : {}),
-            send,
-            // The browser gets the export's content and offers it as a download.
-            exportStats: (format) => {
-                const exported = exportStats(source.snapshot(), format);
-                return {format, fileName: exported.fileName, mimeType: exported.mimeType, content: exported.content};
-            },
-            // A slow client misses deltas; the seq gap makes it ask for a snapshot.
-            canSend: () => socket.bufferedAmount <= this.maxBufferedBytes,
-            ...(options.maxHz !== undefined ? {maxHz: options.maxHz} : {}),
-            ...(options.engineStartedAt !== undefined ? {engineStartedAt: options.engineStartedAt} : {}),
-            onRejected: (reason) => {
-                this.rejectedCount++;
-                options.onRejected?.(reason);
-            }
-        });
-        const client: Client = {
-            socket, session, alive: true, toldLimited: false, owedSnapshot: undefined,
-            snapshots: new TokenBucket(options.snapshotRate ?? dashboardDefaults.snapshotRate),
-            exports: new TokenBucket(options.exportRate ?? dashboardDefaults.exportRate)
-        };
-        this.clients.add(client);
-        socket.on("pong", () => {
-            client.alive = true;
-        });
-        socket.on("message", (data, isBinary) => {
-            if (socket.readyState !== WebSocket.OPEN)
-                return; // closing (e.g. for not reading): nothing more is done for it
-            if (isBinary) {
-                session.reject("binary message");
-                return;
-            }
-            const text = rawDataToString(data);
-            let message: PanelToHost;
-            try {
-                message = parsePanelToHost(text);
-            } catch {
-                session.receive(text); // the session rejects and counts it
-                return;
-            }
-            if (this.withinRate(client, message, send))
-                session.receive(message);
-        });
-        // ws reports an oversized or malformed frame here, then closes the socket.
-        socket.on("error", (error) => session.reject(`client socket: ${error.message}`));
-        socket.on("close", () => this.drop(client));
-    }
-
-    /**
-     * Whether `message` may be handled now. Over the client's rate it is dropped and counted; a dropped
-     * `ready`/`requestSnapshot` still gets one snapshot when the bucket refills (a page that waits for
-     * it after a seq gap is never stranded; nothing is queued), anything else one `error` per run.
-     */
-    private withinRate(client: Client, message: PanelToHost, send: (message: HostToPanel) => void): boolean {
-        const bucket = message.type === "export" ? client.exports : makesSnapshot.has(message.type) ? client.snapshots : undefined;
-        if (bucket === undefined || bucket.take()) {
-            if (bucket !== undefined)
-                client.toldLimited = false;
-            if (bucket === client.snapshots) {
-                clearTimeout(client.owedSnapshot); // this one answers what was owed
-                client.owedSnapshot = undefined;
-            }
-            return true;
-        }
-        this.rateLimitedCount++;
-        if (message.type === "ready" || message.type === "requestSnapshot") {
-            if (client.owedSnapshot === undefined) {
-                this.options.onRejected?.(`a /stream client sent ${message.type} too often: one snapshot follows when its rate allows`);
-                this.oweSnapshot(client, message);
-            }
-            return false;
-        }
-        if (!client.toldLimited) {
-            client.toldLimited = true;
-            const rate = message.type === "export" ? this.options.exportRate ?? dashboardDefaults.exportRate
-                : this.options.snapshotRate ?? dashboardDefaults.snapshotRate;
-            this.options.onRejected?.(`a /stream client sent ${message.type} too often: dropped`);
-            send(ErrorMessage.create({message: `${message.type} dropped: at most ${rate.burst} at once, then ${rate.perSecond} per second`}));
-        }
-        return false;
-    }
-
-    /** Answers `message` (a snapshot request) as soon as the client's snapshot bucket has a token. */
-    private oweSnapshot(client: Client, message: PanelToHost): void {
-        client.owedSnapshot = setTimeout(() => {
-            if (client.socket.readyState !== WebSocket.OPEN)
-                return;
-            if (!client.snapshots.take()) {
-                this.oweSnapshot(client, message);
-                return;
-            }
-            client.owedSnapshot = undefined;
-            client.session.receive(message);
-        }, client.snapshots.msUntilToken());
-        client.owedSnapshot.unref();
-    }
-
-    /** Closes a client that has more unread than `maxBufferedBytes`, and cuts it off if it does not finish closing. */
-    private closeSlow(client: Client): void {
-        const buffered = client.socket.bufferedAmount;
-        this.slowClientCount++;
-        this.options.onRejected?.(`a /stream client has ${buffered} bytes unread (more than ${this.maxBufferedBytes}): closed`);
-        this.drop(client);
-        client.socket.close(slowClientCloseCode, "too much unread data: the client does not keep up");
-        const timer = setTimeout(() => client.socket.terminate(), this.options.closeGraceMs ?? dashboardDefaults.closeGraceMs);
-        timer.unref();
-        client.socket.once("close", () => clearTimeout(timer));
-    }
-
-    /** Forgets a client: no more messages to it, its subscription ended. */
-    private drop(client: Client): void {
-        clearTimeout(client.owedSnapshot);
-        client.session.dispose();
-        this.clients.delete(client);
     }
 
     // ---- HTTP -----------------------------------------------------------------------------------
