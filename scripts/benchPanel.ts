@@ -359,6 +359,8 @@ type MemoryPoint = {
     simulated_minutes: number, deltas: number, page_heap_used_bytes: number, page_heap_total_bytes: number,
     page_embedder_heap_bytes: number,
     page_dom_nodes: number, page_js_event_listeners: number, page_series_backing: number, host_rss_bytes: number,
+    /** What RSS is made of, when it grows: V8's heap as reserved, memory outside it held by JS objects, of which Buffers. */
+    host_heap_total_bytes: number, host_external_bytes: number, host_array_buffers_bytes: number,
     host_heap_used_bytes: number
 };
 
@@ -374,7 +376,8 @@ async function memoryPoint(cdp: CDPSession, page: Page, simulatedMinutes: number
     return {
         simulated_minutes: simulatedMinutes, deltas, page_heap_used_bytes: heap.usedSize, page_heap_total_bytes: heap.totalSize,
         page_embedder_heap_bytes: heap.embedderHeapUsedSize, page_dom_nodes: dom.nodes, page_js_event_listeners: dom.jsEventListeners,
-        page_series_backing: backing, host_rss_bytes: host.rss, host_heap_used_bytes: host.heapUsed
+        page_series_backing: backing, host_rss_bytes: host.rss, host_heap_used_bytes: host.heapUsed,
+        host_heap_total_bytes: host.heapTotal, host_external_bytes: host.external, host_array_buffers_bytes: host.arrayBuffers
     };
 }
 
@@ -528,8 +531,9 @@ async function main(): Promise<void> {
             if (checkpoints.has(delta)) {
                 points.push(await memoryPoint(cdp, page, delta * deltaMs / 60_000, delta));
                 const last = points[points.length - 1]!;
-                console.log(`  ${last.simulated_minutes.toFixed(1)} min: page heap ${mb(last.page_heap_used_bytes)},
-                    host RSS ${mb(last.host_rss_bytes)}`);
+                console.log(`  ${last.simulated_minutes.toFixed(1)} min: page heap ${mb(last.page_heap_used_bytes)}, ` +
+                    `host RSS ${mb(last.host_rss_bytes)} (heap ${mb(last.host_heap_used_bytes)} used of ${mb(last.host_heap_total_bytes)}, ` +
+                    `external ${mb(last.host_external_bytes)}, of which buffers ${mb(last.host_array_buffers_bytes)})`);
             }
         }
         const memoryWallS = (nowMs() - memoryBegan) / 1000;
