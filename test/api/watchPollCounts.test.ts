@@ -16,11 +16,9 @@ import {after, describe, test} from "node:test";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {modelIdRetryMs} from "../../extension/host/targets/modelIdLookup.js";
 import {TargetMonitor} from "../../extension/host/targets/targetMonitor.js";
-import {runCli} from "../helpers/runCli.js";
+import {generationByEngine} from "../helpers/prometheusText.js";
+import {onceMetricsUrl, runCli} from "../helpers/runCli.js";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const parsePrometheusTextFormat = require("parse-prometheus-text-format") as
-    (text: string) => Array<{name: string, metrics: Array<{value?: string, labels?: Record<string, string>}>}>;
 
 const fixture = fs.readFileSync(path.join(__dirname, "../fixtures/vllm-v1-dp2.metrics.txt"), "utf8");
 
@@ -138,22 +136,16 @@ describe("several servers watched: each read once per poll for the merged view a
         const run = await runCli(["watch", ...servers2.map(({origin}) => origin), "--kind", "vllm", "--port", "0",
             "--interval-ms", "3600000", "--log-interval", "0"], {
             timeoutMs: 30_000,
-            onStdout: (text, child) => {
-                const url = /Metrics: (http:\S+\/metrics)/.exec(text)?.[1];
-                if (url === undefined || metrics !== "")
-                    return;
-                metrics = "pending";
-                void (async () => {
-                    // Until the second poll is in our /metrics: both servers' increases.
-                    for (let tries = 0; tries < 200; tries++) {
-                        metrics = await (await fetch(url)).text();
-                        if (Object.values(generationByEngine(metrics)).filter((n) => n > 0).length === 2)
-                            break;
-                        await new Promise((resolve) => setTimeout(resolve, 50));
-                    }
-                    child.kill("SIGINT");
-                })();
-            }
+            onStdout: onceMetricsUrl(async (url, child) => {
+                // Until the second poll is in our /metrics: both servers' increases.
+                for (let tries = 0; tries < 200; tries++) {
+                    metrics = await (await fetch(url)).text();
+                    if (Object.values(generationByEngine(metrics)).filter((n) => n > 0).length === 2)
+                        break;
+                    await new Promise((resolve) => setTimeout(resolve, 50));
+                }
+                child.kill("SIGINT");
+            })
         });
         assert.equal(run.code, 0, run.stderr);
         assert.deepEqual(servers2.map(({server}) => [...server.counts]), [[["/metrics", 2]], [["/metrics", 2]]],
@@ -162,11 +154,6 @@ describe("several servers watched: each read once per poll for the merged view a
     });
 });
 
-/** `vllm:generation_tokens_total` per `engine` label value (each watched server's own series). */
-function generationByEngine(metrics: string): Record<string, number> {
-    const family = parsePrometheusTextFormat(metrics).find((f) => f.name === "vllm:generation_tokens_total");
-    return Object.fromEntries((family?.metrics ?? []).map((m) => [m.labels?.engine ?? "?", Number(m.value)]));
-}
 
 describe("a llama.cpp server without /v1/models", () => {
     const server = new CountingServer();

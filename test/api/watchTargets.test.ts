@@ -17,18 +17,13 @@ import type {TargetView} from "../../protocol/targetView.js";
 import {buildLlamaServer, freeLoopbackPort, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {startServe, type ServeProcess} from "../../scripts/serveProcess.js";
 import {DashboardServer} from "../../extension/host/dashboard/dashboardServer.js";
-import {runCli} from "../helpers/runCli.js";
+import {generationByEngine, parsePrometheusTextFormat} from "../helpers/prometheusText.js";
+import {onceMetricsUrl, runCli} from "../helpers/runCli.js";
 import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
 import {canvasInk} from "../webview/canvasInk.js";
 import {chromiumSkipReason, launchChromium} from "../webview/chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "../webview/panelBuild.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
-
-// The independent parser this project checks its own /metrics with (see statLoggers.test.ts).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const parsePrometheusTextFormat = require("parse-prometheus-text-format") as
-    (text: string) => Array<{name: string, metrics: Array<{value?: string, labels?: Record<string, string>}>}>;
-
 
 function watch(targets: WatchedTarget[], ticking = false): {monitor: TargetMonitor, manager: StatsManager, views: TargetView[]} {
     const manager = new StatsManager(ticking ? {} : {tickIntervalMs: 0});
@@ -261,29 +256,19 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         let metrics = "";
         const run = await runCli(["watch", ...origins, "--port", "0", "--interval-ms", "150", "--log-interval", "0"], {
             timeoutMs: 60_000,
-            onStdout: (text, child) => {
-                const url = /Metrics: (http:\S+\/metrics)/.exec(text)?.[1];
-                if (url === undefined || metrics !== "")
-                    return;
-                metrics = "pending";
-                void (async () => {
-                    await Promise.all([[0, 2], [1, 1]].map(async ([i, count]) => {
-                        const openai = new OpenAI({baseURL: servers[i!]!.baseUrl, apiKey: "none", maxRetries: 0});
-                        for (let k = 0; k < count!; k++)
-                            await complete(openai, 12, `watch ${i} ${k}`);
-                    }));
-                    await new Promise((resolve) => setTimeout(resolve, 1000)); // a few polls
-                    metrics = await (await fetch(url)).text();
-                    child.kill("SIGINT");
-                })();
-            }
+            onStdout: onceMetricsUrl(async (url, child) => {
+                await Promise.all([[0, 2], [1, 1]].map(async ([i, count]) => {
+                    const openai = new OpenAI({baseURL: servers[i!]!.baseUrl, apiKey: "none", maxRetries: 0});
+                    for (let k = 0; k < count!; k++)
+                        await complete(openai, 12, `watch ${i} ${k}`);
+                }));
+                await new Promise((resolve) => setTimeout(resolve, 1000)); // a few polls
+                metrics = await (await fetch(url)).text();
+                child.kill("SIGINT");
+            })
         });
         assert.equal(run.code, 0, run.stderr);
-        const generated = parsePrometheusTextFormat(metrics).find((family) => family.name === "vllm:generation_tokens_total")!;
-        const byEngine: Record<string, number> = {};
-        for (const series of generated.metrics)
-            byEngine[series.labels?.engine ?? "?"] = Number(series.value);
-        assert.deepEqual(byEngine, {0: 24, 1: 12}, metrics.split("\n").filter((line) => line.startsWith("vllm:generation_tokens_total")).join("\n"));
+        assert.deepEqual(generationByEngine(metrics), {0: 24, 1: 12}, metrics.split("\n").filter((line) => line.startsWith("vllm:generation_tokens_total")).join("\n"));
     });
 
     test("merged counters equal the sum of each replica's own totals; TTFT estimated from the merged buckets", async () => {

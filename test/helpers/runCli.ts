@@ -34,6 +34,21 @@ export function runCli(args: string[], options: CliRunOptions = {}): Promise<Cli
     });
 }
 
+/**
+ * An `onStdout` for a command that prints `Metrics: http://…/metrics` once it serves (watch, proxy):
+ * runs `then` once, with that URL and the child (to signal it when done).
+ */
+export function onceMetricsUrl(then: (url: string, child: ChildProcess) => Promise<void>): NonNullable<CliRunOptions["onStdout"]> {
+    let started = false;
+    return (text, child) => {
+        const url = /Metrics: (http:\S+\/metrics)/.exec(text)?.[1];
+        if (url === undefined || started)
+            return;
+        started = true;
+        void then(url, child);
+    };
+}
+
 /** A port something else is listening on. */
 export async function busyPort(): Promise<{port: number, close: () => void}> {
     const server = net.createServer();

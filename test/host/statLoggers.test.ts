@@ -15,13 +15,9 @@ import {PrometheusStatLogger} from "../../extension/host/stats/loggers/prometheu
 import type {EngineGaugeValues} from "../../extension/host/stats/loggers/statLogger.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
+import {parsePrometheusTextFormat, type PromFamily} from "../helpers/prometheusText.js";
 import {StepFeeder, type HostEvent} from "../helpers/stepFeeder.js";
 
-/** What parse-prometheus-text-format returns (it ships no types). */
-type PromSample = {value?: string, labels?: Record<string, string>, buckets?: Record<string, string>, count?: string, sum?: string};
-type PromFamily = {name: string, help: string, type: string, metrics: PromSample[]};
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- untyped CommonJS package: `import` would be an implicit any (TS7016)
-const parsePrometheusTextFormat = require("parse-prometheus-text-format") as (text: string) => PromFamily[];
 
 const T0 = 1_700_000_000_000;
 
