@@ -4,7 +4,7 @@ import {benchEndpoints, normalizeBaseUrl} from "../extension/host/bench/openaiHt
 import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
-import {prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import {gpuFlag, gpuValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
 import {choiceValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
@@ -31,6 +31,7 @@ export const benchCommandLine = {
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: engine default)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache tokens (default 4096)"},
         "prefix-cache": prefixCacheFlag,
+        "gpu": gpuFlag,
         "stats": {type: "string", placeholder: "on|off",
             description: "stats collection; off = no stats worker, StatsManager or loggers (default on)"},
         "stats-interval-ms": {type: "string", placeholder: "N", description: "stats snapshot interval (default 1000)"},
@@ -47,14 +48,14 @@ export const benchCommandLine = {
         "no-cache-prompt": {type: "boolean",
             description: "with --base-url: send llama.cpp's `cache_prompt: false` (llama-server's prefix cache off; other servers ignore it)"}
     },
-    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --stats, --stats-interval-ms, " +
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --gpu, --stats, --stats-interval-ms, " +
         "--prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
 /** Flags of the local engine, meaningless with --base-url. */
-const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "gpu", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
 /** Flags of the HTTP target, meaningless without --base-url. */
 const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as const;
 
@@ -71,6 +72,7 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
         requestRate: positiveNumberValue("request-rate", values["request-rate"], Infinity, true),
         parallel: integerValue("parallel", values.parallel, 4, 1),
         prefixCache: prefixCacheValue(values["prefix-cache"]),
+        gpu: gpuValue(values.gpu),
         stats: choiceValue("stats", values.stats, ["on", "off"], "on") === "on",
         statsIntervalMs: integerValue("stats-interval-ms", values["stats-interval-ms"], 1000, 1),
         prometheusPort: portValue("prometheus-port", values["prometheus-port"], 0),

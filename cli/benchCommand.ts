@@ -25,7 +25,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
         io.stdout(`${formatBenchTable(run.metrics, run.clientQueue)}\n`);
-        io.stdout(`Engine: ${run.info.backend.toUpperCase()} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
+        io.stdout(`Engine: ${run.info.backend.toUpperCase()}${run.info.gpuDevices.length > 0 ? ` (${run.info.gpuDevices.join(", ")})` : ""} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
             `prefix cache ${run.info.prefixCache ? "on" : "off"}\n`);
         if (run.statsAgreement !== undefined)
             io.stdout(`${run.statsAgreement.detail}\n`);

@@ -1,6 +1,8 @@
 /** `inference-monitor demo` flags, declared once for parsing and --help. */
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {portValue, positiveNumberValue} from "./optionValues.js";
+import {gpuFlag, gpuValue} from "./engineFlags.js";
+import type {GpuSetting} from "../protocol/engineOptions.js";
 
 export const demoCommandLine = {
     name: "demo",
@@ -12,12 +14,14 @@ export const demoCommandLine = {
         "rate": {type: "string", placeholder: "R", description: "request arrivals per second (default 3)"},
         "prometheus-port": {type: "string", placeholder: "N", description: "also serve /metrics (default 0 = off)"},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
+        "gpu": gpuFlag,
         "in-process": {type: "boolean", description: "run the engine inside this process"}
     }
 } satisfies CommandLine<CliOptions>;
 
 export type DemoOptions = {
-    modelPath?: string, port: number, durationS: number, rate: number, prometheusPort: number, logIntervalS: number, inProcess: boolean
+    modelPath?: string, port: number, durationS: number, rate: number, prometheusPort: number, logIntervalS: number,
+    gpu: GpuSetting, inProcess: boolean
 };
 
 /** The demo options from parsed flags; throws UsageError naming a bad value. */
@@ -28,6 +32,7 @@ export function demoOptionsFrom(values: OptionValues<typeof demoCommandLine.opti
         rate: positiveNumberValue("rate", values.rate, 3),
         prometheusPort: portValue("prometheus-port", values["prometheus-port"], 0),
         logIntervalS: positiveNumberValue("log-interval", values["log-interval"], 10),
+        gpu: gpuValue(values.gpu),
         inProcess: values["in-process"] === true,
         ...(values.model !== undefined ? {modelPath: values.model} : {})
     };

@@ -39,7 +39,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
         io.stderr(`${serverStartFailure(error, "--port", "a free one")}\n`);
         return 1;
     }
-    const client = new EngineClient({mode: options.inProcess ? "inProcess" : "process", ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {})});
+    const client = new EngineClient({mode: options.inProcess ? "inProcess" : "process", gpu: options.gpu, ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {})});
     pipeline.attach(client);
     io.stdout(`Dashboard: ${dashboard.url}\n`);
     if (pipeline.metricsUrl !== undefined)

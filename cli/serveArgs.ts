@@ -2,7 +2,8 @@
 import {defaultApiPort, defaultMaxWaiting} from "../extension/host/openai/apiServer.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
-import {prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import {gpuFlag, gpuValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import type {GpuSetting} from "../protocol/engineOptions.js";
 import {integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 /** Read when --api-key is absent, so a key need not appear in the process list. */
@@ -20,6 +21,7 @@ export const serveCommandLine = {
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: half the cores, at least 1)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache in tokens, shared by the sequences (default 4096)"},
         "prefix-cache": prefixCacheFlag,
+        "gpu": gpuFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
         "in-process": {type: "boolean", description: "run the engine inside this process"}
@@ -29,7 +31,7 @@ export const serveCommandLine = {
 
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
-    prefixCache: boolean, maxWaiting: number, logIntervalS: number, inProcess: boolean
+    prefixCache: boolean, gpu: GpuSetting, maxWaiting: number, logIntervalS: number, inProcess: boolean
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -41,6 +43,7 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
         host: values.host ?? "127.0.0.1",
         apiKeys: keys === undefined || keys === "" ? [] : keys.split(",").map((key) => parseApiKey(key.trim())),
         prefixCache: prefixCacheValue(values["prefix-cache"]),
+        gpu: gpuValue(values.gpu),
         maxWaiting: integerValue("max-waiting", values["max-waiting"], defaultMaxWaiting, 0),
         logIntervalS: positiveNumberValue("log-interval", values["log-interval"], 10),
         inProcess: values["in-process"] === true

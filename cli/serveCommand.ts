@@ -22,6 +22,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",
         prefixCache: options.prefixCache,
+        gpu: options.gpu,
         maxWaitingRequests: options.maxWaiting,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.parallel !== undefined ? {parallel: options.parallel} : {}),

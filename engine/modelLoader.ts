@@ -28,14 +28,26 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const validated = await validateModelFile(modelPath);
     onProgress(0.05);
 
-    const {getLlama, LlamaLogLevel} = await importNodeLlamaCpp();
+    const {getLlama, LlamaLogLevel, NoBinaryFoundError} = await importNodeLlamaCpp();
     const gpuSetting = options.gpu ?? defaultEngineOptions.gpu;
-    const llama = await getLlama({
-        gpu: gpuSetting === "off" ? false : gpuSetting,
-        build: "never",
-        logLevel: LlamaLogLevel.error,
-        progressLogs: false
-    });
+    let llama: Llama;
+    try {
+        llama = await getLlama({
+            gpu: gpuSetting === "off" ? false : gpuSetting,
+            build: "never",
+            logLevel: LlamaLogLevel.error,
+            progressLogs: false
+        });
+    } catch (error) {
+        if (error instanceof NoBinaryFoundError && gpuSetting !== "auto" && gpuSetting !== "off")
+            throw new Error(noGpuBinaryMessage(gpuSetting), {cause: error});
+        throw error;
+    }
+    // node-llama-cpp falls back to the CPU for a backend the platform never has (Metal on Linux): asked for one, get it or an error.
+    if (gpuSetting !== "auto" && gpuSetting !== "off" && llama.gpu !== gpuSetting) {
+        await llama.dispose();
+        throw new Error(noGpuBinaryMessage(gpuSetting));
+    }
     const errorLevels = [LlamaLogLevel.error, LlamaLogLevel.fatal];
     const model = await loadingWithLlamaErrors(llama, errorLevels, () => llama.loadModel({
         modelPath,
@@ -124,4 +136,11 @@ async function loadingWithLlamaErrors<T>(llama: Llama, errorLevels: readonly Log
 /** "llama_model_load: error loading model: missing tensor 'x'" → "missing tensor 'x'". */
 function reasonOf(line: string): string {
     return line.replace(/^(?:[a-z_]+:\s*)?error loading model:\s*/i, "").replace(/^[a-z_]+:\s*/i, "");
+}
+
+/** Why `gpu: cuda|vulkan|metal` found nothing to run, and what to do instead (node-llama-cpp only says "NoBinaryFoundError"). */
+function noGpuBinaryMessage(gpu: "cuda" | "vulkan" | "metal"): string {
+    const name = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal"}[gpu];
+    return `no ${name} backend works here: node-llama-cpp has no prebuilt ${name} binary for ${process.platform}-${process.arch}, ` +
+        `or the ${name} driver and runtime libraries it needs are missing. GPU setting "auto" uses whichever GPU backend works, "off" the CPU`;
 }

@@ -3,9 +3,14 @@
  * or Metal, prebuilt binaries): runs `inference-monitor demo` as a user would and checks that the
  * dashboard's header names the GPU backend, the VRAM gauge on /metrics is above zero and is read again
  * under load, and the periodic log line says "GPU KV cache usage" (vLLM's wording, "KV cache usage" on
- * the CPU). Not part of `npm test`: on a machine without a GPU it skips, loudly.
+ * the CPU); and that `bench` runs on that backend by default and on the CPU with `--gpu off`, printing both
+ * speeds. Not part of `npm test`: on a machine without a GPU it skips, loudly. Only the header check needs
+ * Chromium: on a GPU machine without one, that check alone skips (also loudly).
  */
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import type {ChildProcess} from "node:child_process";
 import {backendHeaderNames, expectedBackend} from "../helpers/expectedBackend.js";
@@ -16,8 +21,8 @@ import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "../webvi
 
 const backend = expectedBackend();
 const suite = "GPU offload (npm run test:gpu)";
-const skip = skipReason(suite, backend === "cpu" ? ["a GPU: node-llama-cpp's prebuilt binaries found no CUDA, Vulkan or Metal device here"] : [])
-    || chromiumSkipReason(suite);
+const skip = skipReason(suite, backend === "cpu" ? ["a GPU: node-llama-cpp's prebuilt binaries found no CUDA, Vulkan or Metal device here"] : []);
+const headerSkip = skip === false ? chromiumSkipReason(`${suite}: the dashboard header`) : skip;
 
 /** vllm:vram_used_bytes from the Prometheus text. */
 function vramUsed(metrics: string): number {
@@ -30,7 +35,7 @@ describe(suite, {skip, timeout: 5 * 60_000}, () => {
     let run: Promise<CliRun>;
     let child: ChildProcess | undefined;
     let dashboardUrl = "";
-    let browser: LaunchedBrowser;
+    let browser: LaunchedBrowser | undefined;
     let metricsPort = 0;
     const vramSamples: number[] = [];
 
@@ -48,7 +53,8 @@ describe(suite, {skip, timeout: 5 * 60_000}, () => {
             }
         });
         await Promise.race([engineReady, run.then((result) => assert.fail(`demo exited early: ${result.stderr}`))]);
-        browser = await launchChromium();
+        if (headerSkip === false)
+            browser = await launchChromium();
     });
     after(async () => {
         await browser?.close();
@@ -56,7 +62,8 @@ describe(suite, {skip, timeout: 5 * 60_000}, () => {
         await run;
     });
 
-    test(`the header names the ${backendHeaderNames[backend]} backend and a GPU`, async () => {
+    test(`the header names the ${backendHeaderNames[backend]} backend and a GPU`, {skip: headerSkip}, async () => {
+        assert.ok(browser !== undefined);
         const page = await browser.context.newPage();
         await page.goto(dashboardUrl);
         await page.waitForFunction(() => document.querySelector("[data-field='backend']")?.textContent !== "–", undefined, {timeout: 30_000});
@@ -83,5 +90,30 @@ describe(suite, {skip, timeout: 5 * 60_000}, () => {
         const result = await run;
         assert.match(result.stdout, /GPU KV cache usage: \d+\.\d%/);
         assert.match(result.stdout, new RegExp(`Engine ready: .*, ${backend.toUpperCase()},`));
+    });
+});
+
+describe(`${suite}: bench`, {skip, timeout: 5 * 60_000}, () => {
+    /** One `bench` run on the small demo model at concurrency 4; its JSON. */
+    async function bench(gpuFlag: string[]): Promise<{result: Record<string, unknown>, stdout: string}> {
+        const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-gpu-bench-")), "result.json");
+        const run = await runCli(["bench", "--num-prompts", "48", "--input-len", "64", "--output-len", "64", "--max-concurrency", "4",
+            "--no-progress", "--json", json, ...gpuFlag], {timeoutMs: 4 * 60_000});
+        assert.equal(run.code, 0, run.stderr);
+        return {result: JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>, stdout: run.stdout};
+    }
+
+    test(`runs on ${backendHeaderNames[backend]} by default and on the CPU with --gpu off`, async (t) => {
+        const gpu = await bench([]);
+        assert.equal(gpu.result.backend, backend);
+        assert.match(gpu.stdout, new RegExp(`^Engine: ${backend.toUpperCase()} \\(.+\\) · `, "m"));
+        const cpu = await bench(["--gpu", "off"]);
+        assert.equal(cpu.result.backend, "cpu");
+        assert.match(cpu.stdout, /^Engine: CPU · /m);
+        for (const [name, run] of [[backend, gpu], ["cpu", cpu]] as const)
+            t.diagnostic(`${name}: ${Number(run.result.output_throughput).toFixed(1)} output tok/s, median TTFT ${Number(run.result.median_ttft_ms).toFixed(1)} ms, ` +
+                `median ITL ${Number(run.result.median_itl_ms).toFixed(2)} ms, threads ${String(run.result.threads)}`);
+        assert.equal(gpu.result.completed, 48);
+        assert.equal(cpu.result.completed, 48);
     });
 });

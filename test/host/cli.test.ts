@@ -85,13 +85,28 @@ describe("inference-monitor bench", () => {
 
     test("bad flags and values: usage and exit code 2", async () => {
         for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"], ["bench", "--num-warmups", "-1"],
-            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"],
+            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"], ["demo", "--gpu", "CUDA"],
+            ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
             ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {
             const run = await runCli(args);
             assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
             assert.match(run.stderr, /Usage: inference-monitor/, args.join(" "));
         }
+    });
+
+    test("--gpu naming a backend this machine lacks: an error that names it, not a silent fall back to the CPU", async () => {
+        // Metal never exists on Linux or Windows (node-llama-cpp would quietly run on the CPU); on a Mac, CUDA never does.
+        const [flag, name] = process.platform === "darwin" ? ["cuda", "CUDA"] : ["metal", "Metal"];
+        const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "1", "--gpu", flag]);
+        assert.equal(run.code, 1, run.stdout);
+        assert.match(run.stderr, new RegExp(`Could not start the engine: no ${name} backend works here: .*"auto" uses whichever GPU backend works, "off" the CPU`));
+    });
+
+    test("--gpu off runs on the CPU and says so", async () => {
+        const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--output-len", "4", "--gpu", "off"]);
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /^Engine: CPU · /m);
     });
 
     test("a model that fails to load: the engine's error and exit code 1", async () => {

@@ -1,4 +1,5 @@
 import type {DemoModelSize} from "../../../engine/model/demoModel.js";
+import type {GpuSetting} from "../../../protocol/engineOptions.js";
 import type {EngineMode} from "../engineClient/engineClient.js";
 import type {HttpTargetOptions} from "./openaiHttpTarget.js";
 
@@ -22,6 +23,8 @@ export type BenchOptions = {
     threads?: number,
     /** EngineOptions.prefixCache (`--prefix-cache on|off`). */
     prefixCache: boolean,
+    /** EngineOptions.gpu (`--gpu`). */
+    gpu: GpuSetting,
     contextSize?: number,
     stats: boolean,
     statsIntervalMs: number,

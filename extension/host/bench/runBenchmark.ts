@@ -49,6 +49,7 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         mode: options.mode,
         parallel: options.parallel,
         prefixCache: options.prefixCache,
+        gpu: options.gpu,
         statsIntervalMs: options.stats ? options.statsIntervalMs : 0,
         demoModelSize: options.demoModelSize,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
