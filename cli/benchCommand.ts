@@ -9,6 +9,7 @@ import {benchCommandLine, benchOptionsFrom} from "./benchArgs.js";
 import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serverStartFailure} from "./serverStartFailure.js";
+import {warnGpuFallbacks} from "./gpuFallbackWarnings.js";
 
 /**
  * `inference-monitor bench`: exit 0 on success, 1 on engine/model failure, any failed request (its
@@ -25,6 +26,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
     try {
         const run = await runBenchmark(options, {stderr: io.stderr, createStatsSession});
         io.stdout(`${formatBenchTable(run.metrics, run.clientQueue)}\n`);
+        warnGpuFallbacks(run.info, io);
         io.stdout(`Engine: ${run.info.backend.toUpperCase()}${run.info.gpuDevices.length > 0 ? ` (${run.info.gpuDevices.join(", ")})` : ""} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
             `prefix cache ${run.info.prefixCache ? "on" : "off"}\n`);
         if (run.statsAgreement !== undefined)

@@ -10,6 +10,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {demoCommandLine, demoOptionsFrom} from "./demoArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
+import {warnGpuFallbacks} from "./gpuFallbackWarnings.js";
 import {errorMessage} from "../common/errorMessage.js";
 
 /**
@@ -48,6 +49,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
     try {
         const info = await client.start();
         engineReadyAt = Date.now();
+        warnGpuFallbacks(info, io);
         io.stdout(`Engine ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads. ` +
             `Running for ${options.durationS} s (Ctrl-C to stop).\n`);
     } catch (error) {

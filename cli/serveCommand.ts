@@ -1,4 +1,5 @@
 import path from "node:path";
+import {warnGpuFallbacks} from "./gpuFallbackWarnings.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {ApiServer} from "../extension/host/openai/apiServer.js";
@@ -50,6 +51,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     try {
         const info = await client.start();
         readyAt = Date.now();
+        warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
             `prefix cache ${info.prefixCache ? "on" : "off"}. Ctrl-C stops.\n`);
     } catch (error) {

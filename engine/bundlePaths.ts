@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 /** Entry files esbuild writes next to each other in `dist/`. */
-export type BundledEntry = "engineMain.js" | "statsWorker.js" | "cli.js";
+export type BundledEntry = "engineMain.js" | "statsWorker.js" | "gpuProbe.js" | "cli.js";
 
 /**
  * Path of a bundled entry. Bundles sit side by side in `dist/`; when running from sources (tests

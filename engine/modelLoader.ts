@@ -4,6 +4,8 @@ import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../proto
 import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
+import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
+import {backendNames} from "../common/gpuBackendText.js";
 import {nowMs} from "../common/clock.js";
 import {errorMessage} from "../common/errorMessage.js";
 
@@ -28,25 +30,13 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const validated = await validateModelFile(modelPath);
     onProgress(0.05);
 
-    const {getLlama, LlamaLogLevel, NoBinaryFoundError} = await importNodeLlamaCpp();
-    const gpuSetting = options.gpu ?? defaultEngineOptions.gpu;
-    let llama: Llama;
-    try {
-        llama = await getLlama({
-            gpu: gpuSetting === "off" ? false : gpuSetting,
-            build: "never",
-            logLevel: LlamaLogLevel.error,
-            progressLogs: false
-        });
-    } catch (error) {
-        if (error instanceof NoBinaryFoundError && gpuSetting !== "auto" && gpuSetting !== "off")
-            throw new Error(noGpuBinaryMessage(gpuSetting), {cause: error});
-        throw error;
-    }
-    // node-llama-cpp falls back to the CPU for a backend the platform never has (Metal on Linux): asked for one, get it or an error.
-    if (gpuSetting !== "auto" && gpuSetting !== "off" && llama.gpu !== gpuSetting) {
+    const {getLlama, LlamaLogLevel} = await importNodeLlamaCpp();
+    const gpu = await chooseEngineGpu(options.gpu ?? defaultEngineOptions.gpu, options.cacheDir);
+    const llama = await getLlama({gpu: gpu.backend === "cpu" ? false : gpu.backend, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false});
+    const backend: GpuBackend = llama.gpu === false ? "cpu" : llama.gpu;
+    if (backend !== gpu.backend) {
         await llama.dispose();
-        throw new Error(noGpuBinaryMessage(gpuSetting));
+        throw new Error(`node-llama-cpp loaded the ${backendNames[backend]} backend, not ${backendNames[gpu.backend]}, which passed the GPU self-test`);
     }
     const errorLevels = [LlamaLogLevel.error, LlamaLogLevel.fatal];
     const model = await loadingWithLlamaErrors(llama, errorLevels, () => llama.loadModel({
@@ -69,7 +59,6 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     onProgress(1);
 
     const vram = await llama.getVramState();
-    const backend: GpuBackend = llama.gpu === false ? "cpu" : llama.gpu;
     return {
         llama,
         model,
@@ -78,6 +67,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             pid: process.pid,
             backend,
             gpuDevices: backend === "cpu" ? [] : await llama.getGpuDeviceNames(),
+            gpuFallbacks: gpu.fallbacks,
             vramTotalBytes: vram.total,
             vramUsedBytes: vram.used,
             model: {
@@ -138,9 +128,3 @@ function reasonOf(line: string): string {
     return line.replace(/^(?:[a-z_]+:\s*)?error loading model:\s*/i, "").replace(/^[a-z_]+:\s*/i, "");
 }
 
-/** Why `gpu: cuda|vulkan|metal` found nothing to run, and what to do instead (node-llama-cpp only says "NoBinaryFoundError"). */
-function noGpuBinaryMessage(gpu: "cuda" | "vulkan" | "metal"): string {
-    const name = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal"}[gpu];
-    return `no ${name} backend works here: node-llama-cpp has no prebuilt ${name} binary for ${process.platform}-${process.arch}, ` +
-        `or the ${name} driver and runtime libraries it needs are missing. GPU setting "auto" uses whichever GPU backend works, "off" the CPU`;
-}

@@ -61,6 +61,7 @@ export type HostToEngine =
 
 export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
 export type GpuBackend = typeof gpuBackends[number];
+const gpuOnlyBackends = ["cuda", "vulkan", "metal"] as const satisfies readonly GpuBackend[];
 
 export const engineLogLevels = ["info", "warn", "error"] as const;
 export type EngineLogLevel = typeof engineLogLevels[number];
@@ -75,10 +76,15 @@ export type ModelInfo = {
     trainContextLength: number
 };
 
+/** A GPU backend that failed the engine's self-test under gpu "auto", so the next one (or the CPU) was used. */
+export type GpuFallback = {backend: Exclude<GpuBackend, "cpu">, reason: string};
+
 export type EngineInfo = {
     pid: number,
     backend: GpuBackend,
     gpuDevices: string[],
+    /** GPU backends skipped because they failed the self-test (engine/gpu/gpuSelfTest.ts), in the order tried. */
+    gpuFallbacks: GpuFallback[],
     vramTotalBytes: number,
     vramUsedBytes: number,
     model: ModelInfo,
@@ -236,7 +242,7 @@ function parseStepStats(value: unknown): StepStats {
     };
 }
 
-function parseEngineInfo(value: unknown): EngineInfo {
+export function parseEngineInfo(value: unknown): EngineInfo {
     const obj = expectObject(value, "info");
     const model = expectObject(obj.model, "info.model");
     const gpuDevices = expectArray(obj, "gpuDevices", "info", 64);
@@ -246,6 +252,10 @@ function parseEngineInfo(value: unknown): EngineInfo {
         pid: expectInteger(obj, "pid", "info"),
         backend: expectOneOf(obj, "backend", gpuBackends, "info"),
         gpuDevices: gpuDevices as string[],
+        gpuFallbacks: expectArray(obj, "gpuFallbacks", "info", 8).map((item) => {
+            const fallback = expectObject(item, "info.gpuFallbacks[]");
+            return {backend: expectOneOf(fallback, "backend", gpuOnlyBackends, "info.gpuFallbacks[]"), reason: expectString(fallback, "reason", "info.gpuFallbacks[]", 4096)};
+        }),
         vramTotalBytes: expectNumber(obj, "vramTotalBytes", "info"),
         vramUsedBytes: expectNumber(obj, "vramUsedBytes", "info"),
         model: {

@@ -5,9 +5,9 @@
  * Unknown extra keys are allowed (a newer host may add some). Throws ProtocolError.
  */
 import {
-    ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
+    ProtocolError, expectArray, expectInteger, expectNumber, expectObject, expectOneOf, expectString, type JsonObject
 } from "./validation.js";
-import {finishReasons, gpuBackends, requestErrorCodes, type EngineInfo} from "./engineMessages.js";
+import {finishReasons, parseEngineInfo, requestErrorCodes, type EngineInfo} from "./engineMessages.js";
 import {
     engineStateNames, histogramMetrics, maxClients, type ClientStatsView, type HistogramMetric, type HistogramView, type PercentileSummary,
     type StatsCounters, type StatsDelta, type StatsGauges, type StatsSnapshotView, type TimeSeriesPoint
@@ -55,22 +55,13 @@ function optionalNumberField(obj: JsonObject, key: string, what: string): void {
         expectNumber(obj, key, what);
 }
 
+/** The engine info a view carries: the one validator of EngineInfo (protocol/engineMessages.ts), named for this boundary. */
 function checkEngineInfo(value: unknown, what: string): EngineInfo {
-    const obj = expectObject(value, what);
-    expectInteger(obj, "pid", what);
-    expectOneOf(obj, "backend", gpuBackends, what);
-    const gpus = expectArray(obj, "gpuDevices", what, 64);
-    if (!gpus.every((name) => typeof name === "string"))
-        throw new ProtocolError(`${what}.gpuDevices: expected strings`);
-    for (const key of ["vramTotalBytes", "vramUsedBytes", "contextSize", "parallel", "threads", "statsIntervalMs", "loadMs"])
-        expectNumber(obj, key, what);
-    expectBoolean(obj, "prefixCache", what);
-    const model = expectObject(obj.model, `${what}.model`);
-    for (const key of ["path", "name", "architecture", "quantization"])
-        expectString(model, key, `${what}.model`, 4096);
-    for (const key of ["parameterCount", "sizeBytes", "trainContextLength"])
-        expectNumber(model, key, `${what}.model`);
-    return value as EngineInfo;
+    try {
+        return parseEngineInfo(value);
+    } catch (error) {
+        throw new ProtocolError(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    }
 }
 
 function checkEngine(obj: JsonObject, what: string): void {

@@ -63,7 +63,7 @@ const clientLabels = ["openai-js", "curl", "Continue", "Cline"];
 const chartNames = ["throughput", "latency", "requests", "cache", "histograms", "timeline"];
 
 const info: EngineInfo = {
-    pid: process.pid, backend: "cpu", gpuDevices: [], vramTotalBytes: 0, vramUsedBytes: 0,
+    pid: process.pid, backend: "cpu", gpuDevices: [], gpuFallbacks: [], vramTotalBytes: 0, vramUsedBytes: 0,
     model: {path: "/bench/model.gguf", name: "bench-panel", architecture: "llama", parameterCount: 2e7, quantization: "F16", sizeBytes: 4e7,
         trainContextLength: 8192},
     contextSize: 8192, parallel, threads: 1, prefixCache: true, statsIntervalMs: 1000, loadMs: 1

@@ -46,7 +46,7 @@ const webviewOptions = {
 };
 
 const builds = [
-    {...nodeOptions, entryPoints: {engineMain: "engine/main.ts", statsWorker: "engine/stats/statsWorker.ts", cli: "cli/main.ts", extension: "extension/vscode/extension.ts"}},
+    {...nodeOptions, entryPoints: {engineMain: "engine/main.ts", statsWorker: "engine/stats/statsWorker.ts", gpuProbe: "engine/gpu/gpuProbeMain.ts", cli: "cli/main.ts", extension: "extension/vscode/extension.ts"}},
     webviewOptions
 ];
 

@@ -123,6 +123,8 @@ if (verify) {
         "package.json",
         "LICENSE.txt",
         path.posix.normalize(manifest.main ?? "dist/extension.js"),
+        // the entries the extension forks: the engine, its stats worker, the GPU self-test (engine/bundlePaths.ts)
+        ...["engineMain.js", "statsWorker.js", "gpuProbe.js"].map((entry) => `dist/${entry}`),
         ...(manifest.icon == null ? [] : [path.posix.normalize(manifest.icon)]),
         ...walkthroughMedia.map((file) => path.posix.normalize(file)),
         "node_modules/node-llama-cpp/package.json",

@@ -9,6 +9,7 @@ import {rememberModel, type ModelChoice} from "./modelPicker.js";
 import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
 import {errorMessage} from "../../common/errorMessage.js";
 import {formatDuration, formatParams} from "../../common/format.js";
+import {describeGpuFallback} from "../../common/gpuBackendText.js";
 
 /** Context keys the `when` clauses of package.json use. */
 const contextKeys = {
@@ -153,6 +154,11 @@ export class EngineController implements vscode.Disposable {
                 `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();
+            for (const fallback of info.gpuFallbacks) {
+                const text = describeGpuFallback(fallback, info.backend);
+                this.log.warn(text);
+                void vscode.window.showWarningMessage(`Inference Monitor: ${text}.`);
+            }
             if (choice.path !== undefined)
                 await rememberModel(this.context.globalState, choice.path);
             await this.updateContextKeys();

@@ -4,7 +4,8 @@
  * dashboard's header names the GPU backend, the VRAM gauge on /metrics is above zero and is read again
  * under load, and the periodic log line says "GPU KV cache usage" (vLLM's wording, "KV cache usage" on
  * the CPU); and that `bench` runs on that backend by default and on the CPU with `--gpu off`, printing both
- * speeds. Not part of `npm test`: on a machine without a GPU it skips, loudly. Only the header check needs
+ * speeds; that every GPU backend node-llama-cpp offers here either serves or is refused at start with
+ * the self-test's reason (engine/gpu/gpuSelfTest.ts), never crashing on a request. Not part of `npm test`: on a machine without a GPU it skips, loudly. Only the header check needs
  * Chromium: on a GPU machine without one, that check alone skips (also loudly).
  */
 import assert from "node:assert/strict";
@@ -13,13 +14,13 @@ import os from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import type {ChildProcess} from "node:child_process";
-import {backendHeaderNames, expectedBackend} from "../helpers/expectedBackend.js";
+import {backendHeaderNames, expectedGpuChoice} from "../helpers/expectedBackend.js";
 import {skipReason} from "../helpers/prerequisites.js";
 import {runCli, type CliRun} from "../helpers/runCli.js";
 import {freeLoopbackPort} from "../../scripts/llamaServer.js";
 import {chromiumSkipReason, launchChromium, type LaunchedBrowser} from "../webview/chromium.js";
 
-const backend = expectedBackend();
+const {backend, fallbacks} = expectedGpuChoice();
 const suite = "GPU offload (npm run test:gpu)";
 const skip = skipReason(suite, backend === "cpu" ? ["a GPU: node-llama-cpp's prebuilt binaries found no CUDA, Vulkan or Metal device here"] : []);
 const headerSkip = skip === false ? chromiumSkipReason(`${suite}: the dashboard header`) : skip;
@@ -95,18 +96,23 @@ describe(suite, {skip, timeout: 5 * 60_000}, () => {
 
 describe(`${suite}: bench`, {skip, timeout: 5 * 60_000}, () => {
     /** One `bench` run on the small demo model at concurrency 4; its JSON. */
-    async function bench(gpuFlag: string[]): Promise<{result: Record<string, unknown>, stdout: string}> {
+    async function bench(gpuFlag: string[]): Promise<{result: Record<string, unknown>, stdout: string, stderr: string}> {
         const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-gpu-bench-")), "result.json");
         const run = await runCli(["bench", "--num-prompts", "48", "--input-len", "64", "--output-len", "64", "--max-concurrency", "4",
             "--no-progress", "--json", json, ...gpuFlag], {timeoutMs: 4 * 60_000});
         assert.equal(run.code, 0, run.stderr);
-        return {result: JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>, stdout: run.stdout};
+        return {result: JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>, stdout: run.stdout, stderr: run.stderr};
     }
 
     test(`runs on ${backendHeaderNames[backend]} by default and on the CPU with --gpu off`, async (t) => {
         const gpu = await bench([]);
         assert.equal(gpu.result.backend, backend);
         assert.match(gpu.stdout, new RegExp(`^Engine: ${backend.toUpperCase()} \\(.+\\) · `, "m"));
+        // A backend that failed the self-test is named on stderr, with its reason.
+        for (const fallback of fallbacks)
+            assert.match(gpu.stderr, new RegExp(`^Warning: ${backendHeaderNames[fallback.backend]} failed the engine's GPU self-test \\(.+\\); running on ${backendHeaderNames[backend]} instead`, "m"));
+        for (const fallback of fallbacks)
+            t.diagnostic(`skipped ${fallback.backend}: ${fallback.reason}`);
         const cpu = await bench(["--gpu", "off"]);
         assert.equal(cpu.result.backend, "cpu");
         assert.match(cpu.stdout, /^Engine: CPU · /m);
@@ -115,5 +121,29 @@ describe(`${suite}: bench`, {skip, timeout: 5 * 60_000}, () => {
                 `median ITL ${Number(run.result.median_itl_ms).toFixed(2)} ms, threads ${String(run.result.threads)}`);
         assert.equal(gpu.result.completed, 48);
         assert.equal(cpu.result.completed, 48);
+    });
+});
+
+describe(`${suite}: every GPU backend here serves or is refused at start`, {skip, timeout: 10 * 60_000}, () => {
+    test("--gpu cuda|vulkan|metal: all requests complete, or the engine does not start and says why (no crash mid-run)", async (t) => {
+        const {getLlamaGpuTypes} = await import("node-llama-cpp");
+        const offered = (await getLlamaGpuTypes("supported")).filter((type) => type !== false);
+        assert.ok(offered.length > 0);
+        for (const gpu of offered) {
+            const run = await runCli(["bench", "--num-prompts", "8", "--output-len", "16", "--max-concurrency", "4", "--no-progress", "--gpu", gpu],
+                {timeoutMs: 4 * 60_000});
+            const name = backendHeaderNames[gpu];
+            if (run.code === 0) {
+                assert.match(run.stdout, new RegExp(`^Engine: ${gpu.toUpperCase()} \\(.+\\) · `, "m"));
+                assert.match(run.stdout, /Successful requests:\s+8\n/);
+                assert.ok(!fallbacks.some((f) => f.backend === gpu), `${name} served here, but auto skipped it`);
+                t.diagnostic(`${name}: serves`);
+            } else {
+                assert.equal(run.code, 1, run.stderr);
+                assert.match(run.stderr, new RegExp(`Could not start the engine: (${name} failed the engine's GPU self-test: .+|no ${name} backend works here)`));
+                assert.ok(fallbacks.some((f) => f.backend === gpu) || backend !== gpu, `${name} refused here, but auto used it`);
+                t.diagnostic(`${name}: refused at start: ${run.stderr.trim().split("\n").at(-1)}`);
+            }
+        }
     });
 });

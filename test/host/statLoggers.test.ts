@@ -373,6 +373,20 @@ describe("PrometheusStatLogger", () => {
         }
     });
 
+    test("the VRAM the engine read at load is on /metrics as soon as it is ready, before any tick (a GPU run once scraped 0 there)", async () => {
+        const logger = await PrometheusStatLogger.start({serve: false});
+        try {
+            const manager = new StatsManager({now: () => T0, tickIntervalMs: 0, loggers: [logger]});
+            manager.onEngineReady(engineInfo({vramUsedBytes: 891289600, vramTotalBytes: 150754820096}));
+            const gauge = async (name: string): Promise<string | undefined> =>
+                indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny-test")?.value;
+            assert.equal(await gauge("vllm:vram_used_bytes"), "891289600");
+            assert.equal(await gauge("vllm:vram_total_bytes"), "150754820096");
+        } finally {
+            await logger.dispose();
+        }
+    });
+
     test("uses its own registry, not prom-client's global one", () => {
         assert.equal(globalRegistry.getMetricsAsArray().some((metric) => metric.name.startsWith("vllm:")), false);
     });

@@ -960,7 +960,7 @@ describe("per-client breakdown", () => {
 });
 
 describe("loggers and wiring", () => {
-    test("every logger gets one record per step (vLLM's scheduler + iteration stats) and the gauges once per tick", () => {
+    test("every logger gets one record per step (vLLM's scheduler + iteration stats) and the gauges at ready and once per tick", () => {
         const {manager, feed, at} = setup();
         const calls: LoggerCall[] = [];
         const other: string[] = [];
@@ -978,9 +978,10 @@ describe("loggers and wiring", () => {
         manager.onRejected();
         at(T0 + 250);
         manager.tick();
-        assert.deepEqual(calls.map((c) => c.call), ["recordEngine", "record", "record", "record", "record", "recordRejected", "log"]);
+        // the gauges also right at "ready" (the VRAM read at load must not wait for the first tick)
+        assert.deepEqual(calls.map((c) => c.call), ["recordEngine", "log", "record", "record", "record", "record", "recordRejected", "log"]);
         assert.deepEqual(other, calls.map((c) => c.call), "every logger sees the same calls");
-        const [, arrivalCall, , tokensCall, finishCall] = calls;
+        const [, , arrivalCall, , tokensCall, finishCall] = calls;
         assert.ok(arrivalCall?.call === "record" && tokensCall?.call === "record" && finishCall?.call === "record");
         assert.equal(arrivalCall.scheduler, undefined, "an arrival is a host-side step");
         assert.deepEqual(arrivalCall.iteration.arrived.map((r) => r.id), ["a"]);

@@ -228,9 +228,10 @@ export class StatsManager implements EngineObserver {
             this.maxModelLen = info.contextSize;
             this.metrics.setMaxModelLen(info.contextSize);
         }
-        const maxModelLen = this.maxModelLen;
+        // The engine's details and its gauges (VRAM read at load) reach every logger now, not at the next tick:
+        // a /metrics scrape right after "ready" must not read vram_used_bytes 0.
         for (const logger of this.loggers)
-            this.safely(() => logger.recordEngine(info, maxModelLen));
+            this.primeLogger(logger);
     }
 
     /** The engine is gone (EngineClient has already ended its requests, in an `onOutputs` step before this). */
