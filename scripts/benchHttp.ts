@@ -1,5 +1,5 @@
 /**
- * `npm run bench:http -- [--pairs N] [--json FILE]`
+ * `npm run bench:http -- [--pairs N] [--num-warmups N] [--json FILE]`
  *
  * What the OpenAI-compatible HTTP layer costs: the same serving benchmark (48 prompts, 64 in / 64 out,
  * max concurrency 4, the demo `small` model, 1 thread, 4 sequences) through IPC (`runBenchmark`: this
@@ -11,6 +11,13 @@
  * starts), the same engine options, stats on in the host on both sides (serve always runs its stats
  * pipeline; the IPC run attaches one), no log lines and no /metrics scrapes during the run. The HTTP
  * side pays for the extra process hop, JSON/SSE encoding and parsing: that is what is measured.
+ * `--num-warmups N` (default 0, the issue's workload): each side first sends N copies of the first request,
+ * in no metric (vLLM's `--num-warmups`); over HTTP 4 of them open the client's kept-alive connections
+ * before the clock starts. Without them the first wave's TCP connects spread its arrivals over ~15 ms
+ * (traced: the first request reached the engine 6 ms before the second), and over HTTP the requests then
+ * stay a step apart for the whole run, while over IPC the first wave arrives at once. With them, the copy
+ * of the first request leaves its prompt in every sequence's prefix cache, which puts that request a step
+ * ahead on both sides.
  * Each HTTP run's output tokens are checked against the server's `vllm:generation_tokens_total`.
  * Prints per-pair numbers and the medians: output throughput HTTP/IPC and median TTFT HTTP − IPC (ms).
  * A benchmark, not a test.
@@ -31,13 +38,14 @@ const {values} = parseArgs({options: {
     "input-len": {type: "string", default: "64"},
     "output-len": {type: "string", default: "64"},
     "max-concurrency": {type: "string", default: "4"},
+    "num-warmups": {type: "string", default: "0"},
     "demo-size": {type: "string", default: "small"},
     "json": {type: "string"}
 }, strict: true});
 
 const engine = {threads: "1", parallel: "4"};
 const workload = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
-    "--max-concurrency", values["max-concurrency"], "--no-progress"];
+    "--max-concurrency", values["max-concurrency"], "--num-warmups", values["num-warmups"], "--no-progress"];
 const expectedOutputTokens = Number(values["num-prompts"]) * Number(values["output-len"]);
 
 function check(side: string, metrics: BenchMetrics): void {
@@ -74,8 +82,9 @@ async function httpRun(modelPath: string): Promise<BenchMetrics> {
         const options = parseBenchArgs(["--base-url", server.baseUrl, ...workload], false);
         const run = await runHttpBenchmark(options, options.http!, {stderr: () => undefined});
         const served = await generationTokensTotal(server.baseUrl);
-        if (served !== run.metrics.total_output_tokens)
-            throw new Error(`the server counted ${served} generated tokens, the client ${run.metrics.total_output_tokens}`);
+        const warmupTokens = Number(values["num-warmups"]) * Number(values["output-len"]);
+        if (served !== run.metrics.total_output_tokens + warmupTokens)
+            throw new Error(`the server counted ${served} generated tokens, the client ${run.metrics.total_output_tokens} (+ ${warmupTokens} in warm-ups)`);
         return run.metrics;
     } finally {
         await server.stop();
@@ -102,7 +111,7 @@ async function main(): Promise<void> {
         throw new Error(`--demo-size: unknown size ${size}`);
     const modelPath = await ensureDemoModel({size});
     console.log(`workload: ${values["num-prompts"]} prompts, input ${values["input-len"]}, output ${values["output-len"]}, ` +
-        `max concurrency ${values["max-concurrency"]}; demo ${values["demo-size"]}, ${engine.threads} thread, ${engine.parallel} sequences; ` +
+        `max concurrency ${values["max-concurrency"]}, ${values["num-warmups"]} warm-ups; demo ${values["demo-size"]}, ${engine.threads} thread, ${engine.parallel} sequences; ` +
         "a fresh engine per run, stats on both sides");
     // Warm-up (page cache, JIT), not counted.
     check("warm-up ipc", await ipcRun(modelPath));
@@ -137,7 +146,7 @@ async function main(): Promise<void> {
         `median TTFT HTTP − IPC ${summary.median_ttft_diff_ms_http_minus_ipc.toFixed(1)} ms`);
     if (values.json !== undefined)
         fs.writeFileSync(values.json, JSON.stringify({pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"],
-            outputLen: values["output-len"], maxConcurrency: values["max-concurrency"], model: values["demo-size"], ...engine}, ...summary, rows}, null, 2) + "\n");
+            outputLen: values["output-len"], maxConcurrency: values["max-concurrency"], numWarmups: values["num-warmups"], model: values["demo-size"], ...engine}, ...summary, rows}, null, 2) + "\n");
 }
 
 main().catch((error: unknown) => {
