@@ -2,12 +2,14 @@
  * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, engine state ("stalled for 3.2 s"
  * while stalled) and uptime; while an engine loads, "loading…" with the model before it, and no uptime. Each value
  * element carries `data-field="<name>"`. Watching servers (`target`), it names their models and kinds instead, lists
- * each server with its state ("unreachable since 12:03:04"), and shows what the numbers cannot say (`data-field="notes"`).
+ * each server with its state ("unreachable since 12:03:04"), and shows what the numbers cannot say (`data-field="notes"`);
+ * for our engine, the notes name a GPU backend it skipped for failing the self-test, and why.
  */
 import {el, setText} from "./dom.js";
 import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
 import {targetKindNames, type TargetView} from "../protocol/targetView.js";
 import type {StatsStore} from "./store.js";
+import {backendNames, describeGpuFallback} from "../common/gpuBackendText.js";
 
 const fields = [
     ["model", "Model"], ["backend", "Backend"], ["gpu", "GPU"], ["vram", "VRAM"], ["context", "Context"],
@@ -15,7 +17,6 @@ const fields = [
 ] as const;
 type FieldName = typeof fields[number][0];
 
-const backendNames: Record<string, string> = {cuda: "CUDA", vulkan: "Vulkan", metal: "Metal", cpu: "CPU"};
 
 export class Header {
     readonly element = el("header", "header");
@@ -50,16 +51,17 @@ export class Header {
         setText(this.state, state === "stalled" ? `stalled for ${formatDuration(gauges.msSinceLastStep)}` : state);
         this.state.dataset.state = state;
         this.values.get("servers")!.parentElement!.hidden = target === null;
+        const loading = state === "loading";
         if (target !== null) {
             this.showTarget(target, gauges.vramUsedBytes);
             return;
         }
-        setText(this.notes, "");
+        // A GPU backend the engine skipped (it failed the self-test) is said here, with the reason.
+        setText(this.notes, engine === null || loading ? "" : engine.gpuFallbacks.map((fallback) => `${describeGpuFallback(fallback, engine.backend)}.`).join(" "));
         // While an engine loads, `engine` still describes the one before it (the new one is known at ready).
-        const loading = state === "loading";
         const described = engine === null ? undefined : `${engine.model.name} (${engine.model.quantization}, ${formatParams(engine.model.parameterCount)} params)`;
         this.set("model", described === undefined ? loading ? "loading…" : "no model" : loading ? `loading… (before: ${described})` : described);
-        this.set("backend", engine === null ? "–" : backendNames[engine.backend] ?? engine.backend);
+        this.set("backend", engine === null ? "–" : backendNames[engine.backend]);
         this.set("gpu", engine === null ? "–" : engine.gpuDevices.length === 0 ? "none" : engine.gpuDevices.join(", "));
         const vramTotal = gauges.vramTotalBytes || engine?.vramTotalBytes || 0;
         this.set("vram", vramTotal > 0 ? `${formatBytes(gauges.vramUsedBytes)} / ${formatBytes(vramTotal)}` : "–");

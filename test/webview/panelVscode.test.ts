@@ -155,6 +155,30 @@ describe("stats panel on the VS Code transport (Chromium)", {skip: chromiumSkipR
         assert.equal(await tile("completed"), "4");
     });
 
+    test("an engine that skipped a GPU backend (failed self-test) says which and why under the header; one that did not says nothing", async () => {
+        const fresh: StatsDelta[] = [];
+        const unsubscribe = stats.manager.subscribe((delta) => fresh.push(structuredClone(delta)), {maxHz: 4});
+        const skipped = fakeEngineInfo();
+        skipped.backend = "vulkan";
+        skipped.gpuDevices = ["NVIDIA H200"];
+        skipped.gpuFallbacks = [{backend: "cuda", reason: "CUDA error: the provided PTX was compiled with an unsupported toolchain."}];
+        stats.manager.onEngineReady(skipped);
+        stats.advance(1000);
+        for (const delta of fresh.splice(0))
+            await post(DeltaMessage.create({delta}));
+        await page.waitForFunction(() => document.querySelector('[data-field="backend"]')?.textContent === "Vulkan");
+        assert.equal(await page.textContent('[data-field="notes"]'),
+            "CUDA failed the engine's GPU self-test (CUDA error: the provided PTX was compiled with an unsupported toolchain.); running on Vulkan instead.");
+        assert.equal(await page.textContent('[data-field="gpu"]'), "NVIDIA H200");
+        stats.manager.onEngineReady(fakeEngineInfo());
+        stats.advance(1000);
+        unsubscribe();
+        for (const delta of fresh)
+            await post(DeltaMessage.create({delta}));
+        await page.waitForFunction(() => document.querySelector('[data-field="backend"]')?.textContent === "CPU");
+        assert.equal(await page.textContent('[data-field="notes"]'), "");
+    });
+
     test("another engine becoming ready (a restart with another model) shows in the header through a delta", async () => {
         const fresh: StatsDelta[] = [];
         await post(SnapshotMessage.create({snapshot: stats.manager.snapshot(), seq: 0}));
