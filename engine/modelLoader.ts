@@ -31,7 +31,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     onProgress(0.05);
 
     const {getLlama, LlamaLogLevel} = await importNodeLlamaCpp();
-    const gpu = await chooseEngineGpu(options.gpu ?? defaultEngineOptions.gpu, options.cacheDir);
+    const gpu = await chooseEngineGpu(options.gpu ?? defaultEngineOptions.gpu, options.cacheDir, options.gpuTested);
     const llama = await getLlama({gpu: gpu.backend === "cpu" ? false : gpu.backend, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false});
     const backend: GpuBackend = llama.gpu === false ? "cpu" : llama.gpu;
     if (backend !== gpu.backend) {

@@ -61,7 +61,7 @@ export type HostToEngine =
 
 export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
 export type GpuBackend = typeof gpuBackends[number];
-const gpuOnlyBackends = ["cuda", "vulkan", "metal"] as const satisfies readonly GpuBackend[];
+export const gpuOnlyBackends = ["cuda", "vulkan", "metal"] as const satisfies readonly GpuBackend[];
 
 export const engineLogLevels = ["info", "warn", "error"] as const;
 export type EngineLogLevel = typeof engineLogLevels[number];

@@ -1,3 +1,5 @@
+import type {GpuBackend, GpuFallback} from "./engineMessages.js";
+
 /** Sizes of the built-in demo model (see engine/model/demoModel.ts). */
 export const demoModelSizeNames = ["tiny", "small", "medium"] as const;
 export type DemoModelSize = typeof demoModelSizeNames[number];
@@ -18,6 +20,12 @@ export type EngineOptions = {
     cacheDir?: string,
     /** GPU backend. Default `"auto"`: CUDA, Vulkan or Metal when present, else CPU. */
     gpu?: GpuSetting,
+    /**
+     * What an earlier engine of this host chose for the same `gpu` setting after its GPU self-test
+     * (engine/gpu/gpuSelfTest.ts): loaded as is, without testing again (EngineClient passes it; it forgets
+     * it when an engine crashes). Default: test.
+     */
+    gpuTested?: {backend: GpuBackend, fallbacks: GpuFallback[]},
     /**
      * Context size per sequence in tokens: the most one request (prompt + output) may hold. The KV cache
      * has `contextSize × parallel` cells, as node-llama-cpp gives each sequence its own. Default 4096

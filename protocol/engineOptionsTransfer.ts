@@ -1,5 +1,6 @@
 import {demoModelSizeNames, gpuSettings, type EngineOptions} from "./engineOptions.js";
-import {ProtocolError, expectObject, expectOneOf, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
+import {ProtocolError, expectArray, expectObject, expectOneOf, expectString, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
+import {gpuBackends, gpuOnlyBackends} from "./engineMessages.js";
 
 /** Environment variable carrying the engine options (JSON) to a spawned engine process. */
 export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";
@@ -30,6 +31,17 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (cacheDir !== undefined) options.cacheDir = cacheDir;
     if (obj.gpu !== undefined)
         options.gpu = expectOneOf(obj, "gpu", gpuSettings, what);
+    if (obj.gpuTested !== undefined) {
+        const tested = expectObject(obj.gpuTested, `${what}.gpuTested`);
+        options.gpuTested = {
+            backend: expectOneOf(tested, "backend", gpuBackends, `${what}.gpuTested`),
+            fallbacks: expectArray(tested, "fallbacks", `${what}.gpuTested`, 8).map((item) => {
+                const fallback = expectObject(item, `${what}.gpuTested.fallbacks[]`);
+                return {backend: expectOneOf(fallback, "backend", gpuOnlyBackends, `${what}.gpuTested.fallbacks[]`),
+                    reason: expectString(fallback, "reason", `${what}.gpuTested.fallbacks[]`, 4096)};
+            })
+        };
+    }
     const contextSize = optionalInteger(obj, "contextSize", what);
     if (contextSize !== undefined) options.contextSize = contextSize;
     const parallel = optionalInteger(obj, "parallel", what);

@@ -50,8 +50,13 @@ export async function chooseGpuBackend(setting: GpuSetting, supported: readonly 
     return {backend: "cpu", fallbacks};
 }
 
-/** The engine's choice for `setting`: node-llama-cpp's supported GPU backends here, each self-tested on the tiny demo model. */
-export async function chooseEngineGpu(setting: GpuSetting, cacheDir?: string): Promise<GpuChoice> {
+/**
+ * The engine's choice for `setting`: node-llama-cpp's supported GPU backends here, each self-tested on
+ * the tiny demo model; `tested`, an earlier engine's choice for the same setting, is taken as is.
+ */
+export async function chooseEngineGpu(setting: GpuSetting, cacheDir?: string, tested?: GpuChoice): Promise<GpuChoice> {
+    if (tested !== undefined)
+        return tested;
     const {getLlamaGpuTypes} = await importNodeLlamaCpp();
     const supported = (await getLlamaGpuTypes("supported")).filter((type) => type !== false);
     return await chooseGpuBackend(setting, supported, async (backend) =>

@@ -2,6 +2,7 @@ import {randomUUID} from "node:crypto";
 import {nowMs} from "../../../common/clock.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engineOptions.js";
+import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
     parseEngineToHost, parseHostToEngine, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
     type RequestEvent, type StepStats
@@ -116,6 +117,10 @@ export class EngineClient {
             await this.checkModelOutOfProcess();
         const statsIntervalMs = this.options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs;
         const engineOptions: EngineOptions = {...stripClientOptions(this.options), statsIntervalMs};
+        const gpuSetting = this.options.gpu ?? defaultEngineOptions.gpu;
+        const tested = this.options.gpuTested ?? testedGpuChoice(gpuSetting);
+        if (tested !== undefined)
+            engineOptions.gpuTested = tested;
         if (statsIntervalMs > 0) {
             const server = await StatsChannelServer.listen();
             this.statsServer = server;
@@ -146,6 +151,7 @@ export class EngineClient {
         const statsHello = this.statsServer === undefined ? undefined : waitForHello(this.statsServer, 5000);
         try {
             const info = await ready;
+            rememberGpuChoice(gpuSetting, info);
             if (statsHello !== undefined && !await statsHello)
                 this.log("warn", "the engine's stats channel did not connect within 5 s; stats will start when it does");
             if (this.mode === "process")
@@ -303,6 +309,7 @@ export class EngineClient {
             this.statsServer = undefined;
             const stderr = transport.recentStderr();
             this.log("error", `engine exited (${exit.description})${stderr ? `: ${stderr.split("\n").slice(-5).join("\n")}` : ""}`);
+            forgetGpuChoice(this.options.gpu ?? defaultEngineOptions.gpu);
             this.setState("crashed");
         }
     }
