@@ -7,6 +7,9 @@ export type DemoModelSize = typeof demoModelSizeNames[number];
 export const gpuSettings = ["auto", "cuda", "vulkan", "metal", "off"] as const;
 export type GpuSetting = typeof gpuSettings[number];
 
+/** The GPU self-test's outcome (engine/gpu/gpuSelfTest.ts): the backend to load and the ones skipped on the way. */
+export type GpuChoice = {backend: GpuBackend, fallbacks: GpuFallback[]};
+
 /** Where the stats worker reports to; handed over through the environment or workerData, never argv. */
 export type StatsChannelTarget = {url: string, secret: string};
 
@@ -25,7 +28,7 @@ export type EngineOptions = {
      * (engine/gpu/gpuSelfTest.ts): loaded as is, without testing again (EngineClient passes it; it forgets
      * it when an engine crashes). Default: test.
      */
-    gpuTested?: {backend: GpuBackend, fallbacks: GpuFallback[]},
+    gpuTested?: GpuChoice,
     /**
      * Context size per sequence in tokens: the most one request (prompt + output) may hold. The KV cache
      * has `contextSize × parallel` cells, as node-llama-cpp gives each sequence its own. Default 4096

@@ -8,7 +8,7 @@
  * reported); a backend asked for by name that fails is an error that says why.
  */
 import {fork} from "node:child_process";
-import type {GpuSetting} from "../../protocol/engineOptions.js";
+import type {GpuChoice, GpuSetting} from "../../protocol/engineOptions.js";
 import type {GpuFallback, GpuBackend} from "../../protocol/engineMessages.js";
 import {gpuProbeRequestEnv, parseGpuProbeResult, type GpuProbeRequest, type ProbedBackend} from "../../protocol/gpuProbeMessages.js";
 import {bundledEntryPath} from "../bundlePaths.js";
@@ -19,7 +19,6 @@ import {backendNames} from "../../common/gpuBackendText.js";
 
 export type GpuOnlyBackend = Exclude<GpuBackend, "cpu">;
 export type ProbeOutcome = {ok: true, devices: string[]} | {ok: false, reason: string};
-export type GpuChoice = {backend: GpuBackend, fallbacks: GpuFallback[]};
 
 const probeTimeoutMs = 120_000;
 const outputKeepChars = 16_384;

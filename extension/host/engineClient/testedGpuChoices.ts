@@ -4,14 +4,12 @@
  * of testing again (1–4 s per start on a GPU machine: a model switch, a settings change, a restart).
  * Forgotten when an engine crashes, so a GPU that went bad is tested again before the next start.
  */
-import type {EngineOptions, GpuSetting} from "../../../protocol/engineOptions.js";
+import type {GpuChoice, GpuSetting} from "../../../protocol/engineOptions.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 
-type TestedChoice = NonNullable<EngineOptions["gpuTested"]>;
+const remembered = new Map<GpuSetting, GpuChoice>();
 
-const remembered = new Map<GpuSetting, TestedChoice>();
-
-export function testedGpuChoice(setting: GpuSetting): TestedChoice | undefined {
+export function testedGpuChoice(setting: GpuSetting): GpuChoice | undefined {
     const choice = remembered.get(setting);
     return choice === undefined ? undefined : {backend: choice.backend, fallbacks: choice.fallbacks.map((f) => ({...f}))};
 }
