@@ -5,8 +5,9 @@
  * `sequence.evaluate` loops on one context, with the same model, threads and context, at 1, 2, 4 and
  * 8 concurrent requests. Both sides are timed where their caller gets the tokens: the bare loop when
  * `evaluate` yields each token, the engine when the host receives the outputs message that carries it
- * (`RequestResult.deliveries`), so the IPC hop and the host's handling count against the engine. Runs interleave engine and bare measurements and report the median of
- * `--repeats`, so machine noise hits both sides alike. Also measures single-stream decode at 1 and
+ * (`RequestResult.deliveries`), so the IPC hop and the host's handling count against the engine.
+ * Runs interleave engine and bare measurements and report the median of `--repeats`, so machine noise
+ * hits both sides alike. Also measures single-stream decode at 1 and
  * 2 threads to justify the default. A benchmark, not a test: it prints numbers and asserts nothing.
  */
 import fs from "node:fs";
