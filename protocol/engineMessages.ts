@@ -61,7 +61,7 @@ export type HostToEngine =
 
 export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
 export type GpuBackend = typeof gpuBackends[number];
-export const gpuOnlyBackends = ["cuda", "vulkan", "metal"] as const satisfies readonly GpuBackend[];
+const gpuOnlyBackends = ["cuda", "vulkan", "metal"] as const satisfies readonly GpuBackend[];
 
 export const engineLogLevels = ["info", "warn", "error"] as const;
 export type EngineLogLevel = typeof engineLogLevels[number];
@@ -242,6 +242,15 @@ function parseStepStats(value: unknown): StepStats {
     };
 }
 
+/** `obj[key]`: the GPU backends skipped for failing the self-test (EngineInfo, and EngineOptions.gpuTested). */
+export function parseGpuFallbacks(obj: Record<string, unknown>, key: string, what: string): GpuFallback[] {
+    return expectArray(obj, key, what, 8).map((item) => {
+        const fallback = expectObject(item, `${what}.${key}[]`);
+        return {backend: expectOneOf(fallback, "backend", gpuOnlyBackends, `${what}.${key}[]`),
+            reason: expectString(fallback, "reason", `${what}.${key}[]`, 4096)};
+    });
+}
+
 export function parseEngineInfo(value: unknown): EngineInfo {
     const obj = expectObject(value, "info");
     const model = expectObject(obj.model, "info.model");
@@ -252,10 +261,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         pid: expectInteger(obj, "pid", "info"),
         backend: expectOneOf(obj, "backend", gpuBackends, "info"),
         gpuDevices: gpuDevices as string[],
-        gpuFallbacks: expectArray(obj, "gpuFallbacks", "info", 8).map((item) => {
-            const fallback = expectObject(item, "info.gpuFallbacks[]");
-            return {backend: expectOneOf(fallback, "backend", gpuOnlyBackends, "info.gpuFallbacks[]"), reason: expectString(fallback, "reason", "info.gpuFallbacks[]", 4096)};
-        }),
+        gpuFallbacks: parseGpuFallbacks(obj, "gpuFallbacks", "info"),
         vramTotalBytes: expectNumber(obj, "vramTotalBytes", "info"),
         vramUsedBytes: expectNumber(obj, "vramUsedBytes", "info"),
         model: {

@@ -1,6 +1,6 @@
 import {demoModelSizeNames, gpuSettings, type EngineOptions} from "./engineOptions.js";
-import {ProtocolError, expectArray, expectObject, expectOneOf, expectString, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
-import {gpuBackends, gpuOnlyBackends} from "./engineMessages.js";
+import {ProtocolError, expectObject, expectOneOf, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
+import {gpuBackends, parseGpuFallbacks} from "./engineMessages.js";
 
 /** Environment variable carrying the engine options (JSON) to a spawned engine process. */
 export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";
@@ -35,11 +35,7 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
         const tested = expectObject(obj.gpuTested, `${what}.gpuTested`);
         options.gpuTested = {
             backend: expectOneOf(tested, "backend", gpuBackends, `${what}.gpuTested`),
-            fallbacks: expectArray(tested, "fallbacks", `${what}.gpuTested`, 8).map((item) => {
-                const fallback = expectObject(item, `${what}.gpuTested.fallbacks[]`);
-                return {backend: expectOneOf(fallback, "backend", gpuOnlyBackends, `${what}.gpuTested.fallbacks[]`),
-                    reason: expectString(fallback, "reason", `${what}.gpuTested.fallbacks[]`, 4096)};
-            })
+            fallbacks: parseGpuFallbacks(tested, "fallbacks", `${what}.gpuTested`)
         };
     }
     const contextSize = optionalInteger(obj, "contextSize", what);
