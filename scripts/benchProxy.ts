@@ -7,7 +7,8 @@
  * process, as a user runs it), as interleaved pairs on the same server, so machine noise hits both
  * alike. `cache_prompt: false` on both sides (the seeded prompts repeat, and llama-server would serve
  * the later runs from its cache). Prints per-pair numbers and the medians: output throughput
- * proxy/direct and median TTFT proxy − direct (ms). A benchmark, not a test.
+ * proxy/direct and median TTFT proxy − direct (ms), each with its 95 % order-statistic interval
+ * (medianInterval.ts). A benchmark, not a test.
  */
 import {spawn} from "node:child_process";
 import fs from "node:fs";
@@ -17,7 +18,7 @@ import {bundledEntryPath} from "../engine/bundlePaths.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
-import {percentile} from "../extension/host/stats/percentiles.js";
+import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {buildLlamaServer, killOnExit, startLlamaServer} from "./llamaServer.js";
 
 const {values} = parseArgs({options: {
@@ -79,13 +80,15 @@ async function main(): Promise<void> {
                 `median TTFT direct ${pair.direct.median_ttft_ms.toFixed(2)} ms proxy ${pair.proxied.median_ttft_ms.toFixed(2)} ms · ` +
                 `median ITL direct ${pair.direct.median_itl_ms.toFixed(2)} ms proxy ${pair.proxied.median_itl_ms.toFixed(2)} ms`);
         }
-        const ratio = percentile(rows.map((r) => r.proxied.output_throughput / r.direct.output_throughput), 50);
-        const ttftDiff = percentile(rows.map((r) => r.proxied.median_ttft_ms - r.direct.median_ttft_ms), 50);
-        const itlDiff = percentile(rows.map((r) => r.proxied.median_itl_ms - r.direct.median_itl_ms), 50);
-        console.log(`medians over ${rows.length} pairs: output throughput proxy/direct ${ratio.toFixed(3)} (target ≥ 0.99), ` +
-            `median TTFT proxy − direct ${ttftDiff.toFixed(2)} ms (target ≤ 1), median ITL proxy − direct ${itlDiff.toFixed(2)} ms`);
+        const ratio = medianInterval(rows.map((r) => r.proxied.output_throughput / r.direct.output_throughput));
+        const ttftDiff = medianInterval(rows.map((r) => r.proxied.median_ttft_ms - r.direct.median_ttft_ms));
+        const itlDiff = medianInterval(rows.map((r) => r.proxied.median_itl_ms - r.direct.median_itl_ms));
+        console.log(`medians over ${rows.length} pairs: output throughput proxy/direct ${formatMedianInterval(ratio)} (target ≥ 0.99), ` +
+            `median TTFT proxy − direct ${formatMedianInterval(ttftDiff, 2)} ms (target ≤ 1), median ITL proxy − direct ${formatMedianInterval(itlDiff, 2)} ms`);
         if (values.json !== undefined) {
-            const report = {pairs: rows.length, throughput_ratio: ratio, ttft_diff_ms: ttftDiff, itl_diff_ms: itlDiff, rows};
+            // Each median with its distribution-free confidence interval (medianInterval.ts).
+            const report = {pairs: rows.length, throughput_ratio: ratio.median, ttft_diff_ms: ttftDiff.median, itl_diff_ms: itlDiff.median,
+                throughput_ratio_interval: ratio, ttft_diff_ms_interval: ttftDiff, itl_diff_ms_interval: itlDiff, rows};
             fs.writeFileSync(values.json, JSON.stringify(report, null, 2) + "\n");
         }
     } finally {
