@@ -5,7 +5,7 @@ import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {gpuFlag, gpuValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
-import {choiceValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
+import {choiceValue, fractionValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 /** Read when --api-key is absent, as vLLM's benchmark does. */
@@ -24,6 +24,8 @@ export const benchCommandLine = {
         "prefix-len": {type: "string", placeholder: "N",
             description: "a prefix of ~N tokens shared by every prompt, before its own input-len (vLLM's --random-prefix-len; default 0)"},
         "output-len": {type: "string", placeholder: "N", description: "tokens to generate per request, exactly (default 64)"},
+        "random-range-ratio": {type: "string", placeholder: "R",
+            description: "each request's input and output lengths drawn uniformly from len·(1−R)…len·(1+R), 0 ≤ R < 1 (vLLM's; default 0: all alike)"},
         "max-concurrency": {type: "string", placeholder: "N", description: "most requests in flight (default: no limit)"},
         "request-rate": {type: "string", placeholder: "R",
             description: "Poisson arrivals per second, the first at 0 (default inf: all at once); with --max-concurrency, arrived requests wait for a slot"},
@@ -68,6 +70,7 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
         inputLen: integerValue("input-len", values["input-len"], 64, 1),
         prefixLen: integerValue("prefix-len", values["prefix-len"], 0, 0),
         outputLen: integerValue("output-len", values["output-len"], 64, 1),
+        rangeRatio: fractionValue("random-range-ratio", values["random-range-ratio"], 0),
         maxConcurrency: integerValue("max-concurrency", values["max-concurrency"], Infinity, 1),
         requestRate: positiveNumberValue("request-rate", values["request-rate"], Infinity, true),
         parallel: integerValue("parallel", values.parallel, 4, 1),

@@ -46,6 +46,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 input_len: options.inputLen,
                 prefix_len: options.prefixLen,
                 output_len: options.outputLen,
+                random_range_ratio: options.rangeRatio,
                 max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
                 request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",
                 parallel: run.info.parallel,
@@ -109,6 +110,7 @@ async function benchHttp(options: BenchOptions, http: HttpTargetOptions, io: Cli
             input_len: options.inputLen,
             prefix_len: options.prefixLen,
             output_len: options.outputLen,
+            random_range_ratio: options.rangeRatio,
             max_concurrency: Number.isFinite(options.maxConcurrency) ? options.maxConcurrency : null,
             request_rate: Number.isFinite(options.requestRate) ? options.requestRate : "inf",
             errors

@@ -30,6 +30,16 @@ export function positiveNumberValue(name: string, raw: string | undefined, fallb
     return value;
 }
 
+/** A number in [0, 1) — a fraction that may be 0 but not 1; `fallback` when absent. */
+export function fractionValue(name: string, raw: string | undefined, fallback: number): number {
+    if (raw === undefined)
+        return fallback;
+    const value = raw.trim() === "" ? NaN : Number(raw);
+    if (!Number.isFinite(value) || value < 0 || value >= 1)
+        throw new UsageError(`--${name} must be a number from 0 up to (not including) 1, got ${JSON.stringify(raw)}`);
+    return value;
+}
+
 /** One of `choices`; `fallback` when absent. */
 export function choiceValue<Choice extends string>(name: string, raw: string | undefined, choices: readonly Choice[],
                                                    fallback: Choice): Choice {

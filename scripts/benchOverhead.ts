@@ -1,5 +1,5 @@
 /**
- * `npm run bench:overhead -- [--pairs N] [--modes process,inProcess] [--num-prompts N] [--json FILE]`
+ * `npm run bench:overhead -- [--pairs N] [--modes process,inProcess] [--num-prompts N] [--random-range-ratio R] [--json FILE]`
  *
  * The seed's headline experiment, ours: the serving benchmark with stats OFF (no stats worker, no
  * StatsManager, no loggers — vLLM's --disable-log-stats) and ON (1 s snapshots, StatsManager, the log
@@ -24,6 +24,7 @@ const {values} = parseArgs({options: {
     "num-prompts": {type: "string", default: "48"},
     "input-len": {type: "string", default: "32"},
     "output-len": {type: "string", default: "64"},
+    "random-range-ratio": {type: "string", default: "0"},
     "demo-size": {type: "string", default: "small"},
     "json": {type: "string"}
 }, strict: true});
@@ -60,7 +61,7 @@ async function scrape(url: string): Promise<number> {
 
 async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
     const args = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
-        "--demo-size", values["demo-size"], "--stats", stats ? "on" : "off", "--stats-interval-ms", "1000", "--no-progress",
+        "--random-range-ratio", values["random-range-ratio"], "--demo-size", values["demo-size"], "--stats", stats ? "on" : "off", "--stats-interval-ms", "1000", "--no-progress",
         ...(mode === "inProcess" ? ["--in-process"] : [])];
     const options = parseBenchArgs(args, false);
     let scraper: NodeJS.Timeout | undefined;
@@ -99,7 +100,8 @@ async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
 async function main(): Promise<void> {
     const pairs = Number(values.pairs);
     const modes = values.modes.split(",") as EngineMode[];
-    const report: Record<string, unknown> = {pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"], outputLen: values["output-len"], model: values["demo-size"]}};
+    const report: Record<string, unknown> = {pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"], outputLen: values["output-len"],
+        rangeRatio: values["random-range-ratio"], model: values["demo-size"]}};
     for (const mode of modes) {
         const throughputRatios: number[] = [];
         const p99ItlRatios: number[] = [];

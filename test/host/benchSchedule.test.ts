@@ -9,7 +9,7 @@ import {nowMs} from "../../common/clock.js";
 import {Xoshiro128, nextUnit} from "../../common/seededRandom.js";
 import {computeBenchMetrics, computeClientQueueMetrics, type BenchResult} from "../../extension/host/bench/benchMetrics.js";
 import {runWorkloadOn, type Workload} from "../../extension/host/bench/runBenchmark.js";
-import {arrivalTimesS, type BenchRequest, type BenchTarget} from "../../extension/host/bench/workload.js";
+import {arrivalTimesS, lengthBounds, makePrompt, requestLengths, type BenchRequest, type BenchTarget} from "../../extension/host/bench/workload.js";
 
 type Send = {request: BenchRequest, sentMs: number, finishedMs?: number};
 
@@ -134,5 +134,45 @@ describe("runWorkloadOn's schedule", () => {
         assert.equal(target.sends.length, 1);
         assert.deepEqual(run.results.map((r) => r.reason), ["abort"]);
         assert.equal(run.arrivalsMs.length, 1);
+    });
+});
+
+describe("--random-range-ratio (vLLM's): each request's own lengths", () => {
+    test("lengths are uniform integers in [⌊len·(1−R)⌋, ⌈len·(1+R)⌉], output at least 1; R = 0 draws nothing", () => {
+        assert.deepEqual(lengthBounds(64, 0.5), {low: 32, high: 96});
+        assert.deepEqual(lengthBounds(7, 0.3), {low: 4, high: 10}); // ⌊4.9⌋, ⌈9.1⌉
+        assert.deepEqual(lengthBounds(1, 0.9, 1), {low: 1, high: 2}); // ⌊0.1⌋ = 0 raised to the minimum 1
+        const untouched = new Xoshiro128(4);
+        assert.deepEqual(requestLengths(untouched, 3, 10, 20, 0), [{inputLen: 10, outputLen: 20}, {inputLen: 10, outputLen: 20}, {inputLen: 10, outputLen: 20}]);
+        assert.equal(untouched.nextUint32(), new Xoshiro128(4).nextUint32(), "R = 0 leaves the stream where it was");
+
+        const drawn = requestLengths(new Xoshiro128(8), 20_000, 64, 10, 0.5);
+        const inputs = drawn.map((d) => d.inputLen);
+        const outputs = drawn.map((d) => d.outputLen);
+        assert.equal(Math.min(...inputs), 32);
+        assert.equal(Math.max(...inputs), 96);
+        assert.equal(Math.min(...outputs), 5);
+        assert.equal(Math.max(...outputs), 15);
+        assert.equal(new Set(outputs).size, 11, "every output length from 5 to 15 occurs");
+        const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+        assert.ok(Math.abs(mean(inputs) - 64) < 0.5, `mean input ${mean(inputs)}`);
+        assert.ok(Math.abs(mean(outputs) - 10) < 0.1, `mean output ${mean(outputs)}`);
+    });
+
+    test("runWorkloadOn sends each request its own output length; R = 0 sends the prompts it always did", async () => {
+        const ranged = fakeTarget(1);
+        await runWorkloadOn(ranged, workload({numPrompts: 40, inputLen: 6, outputLen: 10, rangeRatio: 0.5}));
+        const maxTokens = ranged.sends.map((s) => s.request.maxTokens);
+        assert.ok(maxTokens.every((n) => n >= 5 && n <= 15), maxTokens.join(","));
+        assert.ok(new Set(maxTokens).size >= 5, `varied: ${maxTokens.join(",")}`);
+        const words = ranged.sends.map((s) => s.request.prompt.split(" ").length);
+        assert.ok(words.every((n) => n >= 3 && n <= 9) && new Set(words).size >= 3, words.join(","));
+
+        // At R = 0 the prompts are the seeded stream's, exactly as before the option existed.
+        const plain = fakeTarget(1);
+        await runWorkloadOn(plain, workload({numPrompts: 3, inputLen: 5, outputLen: 2}));
+        const rng = new Xoshiro128(3);
+        assert.deepEqual(plain.sends.map((s) => s.request.prompt), [makePrompt(rng, 5), makePrompt(rng, 5), makePrompt(rng, 5)]);
+        assert.deepEqual(plain.sends.map((s) => s.request.maxTokens), [2, 2, 2]);
     });
 });

@@ -85,6 +85,7 @@ describe("inference-monitor bench", () => {
 
     test("bad flags and values: usage and exit code 2", async () => {
         for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"], ["bench", "--num-warmups", "-1"],
+            ["bench", "--random-range-ratio", "1"], ["bench", "--random-range-ratio", "-0.1"], ["bench", "--random-range-ratio", "half"],
             ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"], ["demo", "--gpu", "CUDA"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
@@ -121,6 +122,26 @@ describe("inference-monitor bench", () => {
         assert.equal(run.code, 2, run.stderr);
         assert.match(run.stderr, /each request needs about 100000007 tokens \(--prefix-len 0 \+ --input-len 8 \+ --output-len 99999999\), but the engine's context holds 512 tokens per sequence/);
         assert.doesNotMatch(run.stdout, /Serving Benchmark Result/);
+    });
+
+    test("--random-range-ratio: each request its own exact output length, the total theirs; the longest checked against the context", async () => {
+        const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-bench-")), "result.json");
+        const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "8", "--input-len", "8", "--output-len", "8",
+            "--random-range-ratio", "0.5", "--max-concurrency", "4", "--seed", "2", "--json", json, "--no-progress"]);
+        assert.equal(run.code, 0, run.stderr);
+        const result = JSON.parse(fs.readFileSync(json, "utf8")) as Record<string, unknown>;
+        assert.equal(result.random_range_ratio, 0.5);
+        assert.equal(result.failed, 0);
+        const total = Number(result.total_output_tokens);
+        // 8 requests of 4…12 tokens each; with this seed not all 8 (a ratio that did nothing would give exactly 64).
+        assert.ok(total >= 32 && total <= 96 && total !== 64, `total output tokens ${total}`);
+        assert.match(run.stdout, /stats totals agree with the client: 8 requests, \d+ prompt and \d+ generated tokens/);
+        assert.match(run.stdout, new RegExp(`Total generated tokens:\\s+${total}\n`));
+
+        const tooLong = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--input-len", "8", "--output-len", "400",
+            "--random-range-ratio", "0.5", "--context-size", "512", "--no-progress"]);
+        assert.equal(tooLong.code, 2, tooLong.stderr);
+        assert.match(tooLong.stderr, /each request needs about 612 tokens \(--prefix-len 0 \+ the longest input 12 \+ output 600 at --random-range-ratio 0\.5\), but the engine's context holds 512/);
     });
 
     test("a port in use: a clear error and exit code 1", async () => {

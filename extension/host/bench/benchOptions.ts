@@ -15,6 +15,11 @@ export type BenchOptions = {
     /** A prefix of about this many tokens shared by every prompt, before its own `inputLen` (vLLM's `--random-prefix-len`). */
     prefixLen: number,
     outputLen: number,
+    /**
+     * vLLM's `--random-range-ratio`: each request's input and output lengths are drawn uniformly from
+     * [⌊len·(1−R)⌋, ⌈len·(1+R)⌉] (output at least 1); 0 = every request alike. In [0, 1).
+     */
+    rangeRatio: number,
     /** Most requests in flight at once; Infinity = no limit. */
     maxConcurrency: number,
     /** Poisson arrival rate in requests/s; Infinity = send all at once. */

@@ -8,7 +8,7 @@ import {computeBenchMetrics, computeClientQueueMetrics, type BenchMetrics, type 
 import type {BenchOptions} from "./benchOptions.js";
 import {OpenAiHttpTarget, type HttpRequestResult, type HttpTargetOptions} from "./openaiHttpTarget.js";
 import {ProgressBar} from "./progressBar.js";
-import {arrivalTimesS, benchTemperature, makePrompt, type BenchRequest, type BenchTarget} from "./workload.js";
+import {arrivalTimesS, benchTemperature, lengthBounds, makePrompt, requestLengths, type BenchRequest, type BenchTarget} from "./workload.js";
 
 export type StatsAgreement = {ok: boolean, detail: string};
 
@@ -37,11 +37,19 @@ export class BenchWorkloadError extends Error {
 
 /** Refuses a workload whose requests cannot fit one sequence's context: each would fail, so say why up front. */
 function checkFitsContext(options: BenchOptions, info: EngineInfo): void {
-    const needs = options.prefixLen + options.inputLen + options.outputLen;
+    const inputLen = lengthBounds(options.inputLen, options.rangeRatio).high;
+    const outputLen = lengthBounds(options.outputLen, options.rangeRatio, 1).high;
+    const needs = options.prefixLen + inputLen + outputLen;
+    const parts = options.rangeRatio > 0
+        ? `the longest input ${inputLen} + output ${outputLen} at --random-range-ratio ${options.rangeRatio}`
+        : `--input-len ${inputLen} + --output-len ${outputLen}`;
     if (needs > info.contextSize)
-        throw new BenchWorkloadError(`each request needs about ${needs} tokens (--prefix-len ${options.prefixLen} + --input-len ${options.inputLen} + ` +
-            `--output-len ${options.outputLen}), but the engine's context holds ${info.contextSize} tokens per sequence (--context-size)`);
+        throw new BenchWorkloadError(`each request needs about ${needs} tokens (--prefix-len ${options.prefixLen} + ${parts}), ` +
+            `but the engine's context holds ${info.contextSize} tokens per sequence (--context-size)`);
 }
+
+/** Mixed into the seed of the request-length stream (any constant: it only has to differ from the prompts' stream). */
+const lengthSeedSalt = 0x2545f491;
 
 /** Runs vLLM's serving benchmark shape against our engine and measures it client-side. */
 export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<BenchRun> {
@@ -124,7 +132,7 @@ export type WorkloadRun<Result extends BenchResult> = {results: Result[], arriva
 
 /** What a workload sends: vLLM's random dataset shape. */
 export type Workload = Pick<BenchOptions, "numPrompts" | "inputLen" | "outputLen" | "maxConcurrency" | "requestRate" | "seed"> &
-    Partial<Pick<BenchOptions, "prefixLen" | "numWarmups">>;
+    Partial<Pick<BenchOptions, "prefixLen" | "numWarmups" | "rangeRatio">>;
 
 /** The engine over IPC as a benchmark target; requests are labelled `bench`. */
 export function engineTarget(client: EngineClient): BenchTarget<RequestResult> {
@@ -187,8 +195,8 @@ function sleepUntil(atMs: number, signal?: AbortSignal): Promise<void> {
  * then the measured requests on their Poisson schedule (`arrivalTimesS`: the first at 0, all at once
  * at an infinite rate), which waiting for a slot never delays; each arrived request waits for one of
  * `maxConcurrency` slots, then is sent (its latencies count from there). Exact output lengths
- * (ignore_eos), request i seeded `seed + i`. After `signal` aborts, nothing more is sent and what is
- * in flight is cancelled.
+ * (ignore_eos; each request's own with `rangeRatio`), request i seeded `seed + i`. After `signal`
+ * aborts, nothing more is sent and what is in flight is cancelled.
  */
 export async function runWorkloadOn<Result extends BenchResult>(
     target: BenchTarget<Result>, workload: Workload, onProgress?: (done: number) => void, signal?: AbortSignal
@@ -196,10 +204,13 @@ export async function runWorkloadOn<Result extends BenchResult>(
     const rng = new Xoshiro128(workload.seed);
     const prefixLen = workload.prefixLen ?? 0;
     const prefix = prefixLen > 0 ? `${makePrompt(rng, prefixLen)} ` : "";
-    const prompts = Array.from({length: workload.numPrompts}, () => prefix + makePrompt(rng, workload.inputLen));
+    // Lengths from a stream of their own (untouched at R = 0): without a range ratio, a seed's prompts and arrivals stay as they were.
+    const lengthRng = new Xoshiro128(workload.seed ^ lengthSeedSalt);
+    const lengths = requestLengths(lengthRng, workload.numPrompts, workload.inputLen, workload.outputLen, workload.rangeRatio ?? 0);
+    const prompts = lengths.map(({inputLen}) => prefix + makePrompt(rng, inputLen));
     const schedule = arrivalTimesS(rng, prompts.length, workload.requestRate);
     const request = (i: number): BenchRequest =>
-        ({prompt: prompts[i]!, maxTokens: workload.outputLen, seed: workload.seed + i, temperature: benchTemperature});
+        ({prompt: prompts[i]!, maxTokens: lengths[i]!.outputLen, seed: workload.seed + i, temperature: benchTemperature});
     const slots = new Slots(workload.maxConcurrency);
     const handles = new Set<{cancel(): void}>();
     const cancelAll = () => handles.forEach((handle) => handle.cancel());

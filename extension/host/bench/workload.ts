@@ -37,6 +37,29 @@ export function makePrompt(rng: Xoshiro128, tokens: number): string {
     return parts.join(" ");
 }
 
+/**
+ * The lengths a request may get around `length` with vLLM's `--random-range-ratio` R:
+ * [max(min, ⌊length·(1−R)⌋), ⌈length·(1+R)⌉]. R = 0: exactly `length`.
+ */
+export function lengthBounds(length: number, rangeRatio: number, min = 0): {low: number, high: number} {
+    return {low: Math.max(min, Math.floor(length * (1 - rangeRatio))), high: Math.max(min, Math.ceil(length * (1 + rangeRatio)))};
+}
+
+/**
+ * Each of `count` requests' input and output lengths, uniform integers within `lengthBounds` (output at
+ * least 1), as vLLM's random dataset draws them. R = 0 draws nothing: every request gets the lengths as
+ * given (and `rng` is left untouched).
+ */
+export function requestLengths(rng: Xoshiro128, count: number, inputLen: number, outputLen: number,
+                               rangeRatio: number): Array<{inputLen: number, outputLen: number}> {
+    if (rangeRatio === 0)
+        return Array.from({length: count}, () => ({inputLen, outputLen}));
+    const input = lengthBounds(inputLen, rangeRatio);
+    const output = lengthBounds(outputLen, rangeRatio, 1);
+    const draw = ({low, high}: {low: number, high: number}): number => low + Math.floor(nextUnit(rng) * (high - low + 1));
+    return Array.from({length: count}, () => ({inputLen: draw(input), outputLen: draw(output)}));
+}
+
 /** Seconds until the next Poisson arrival at `rate` per second; 0 when the rate is infinite. */
 export function nextArrivalGapS(rng: Xoshiro128, rate: number): number {
     if (!Number.isFinite(rate))
