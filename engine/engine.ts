@@ -68,6 +68,8 @@ export class Engine {
     private stepTokens = 0;
     /** Requests evaluating their input in chunks right now; they share the per-step prompt budget. */
     private prefilling = 0;
+    /** Running requests that have their first token (members of the steps that decode). */
+    private decoding = 0;
     private flushScheduled = false;
     private disposed = false;
     private vramTimer: NodeJS.Timeout | undefined;
@@ -335,33 +337,53 @@ export class Engine {
         let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
         let member = false;
+        let decoding = false;
         let next = reused;
         try {
+            const order = this.slots.indexOf(slot);
+            // While nobody decodes yet, a prompt goes in whole (up to one batch of it when others' prompts
+            // are in flight), and the request is a step member from now on: the first step anyone decodes
+            // waits for its first token too. Requests that arrive together, or a few ms apart (a wave of
+            // closed-loop clients, a burst of HTTP requests), so decode in lockstep from their first token
+            // on, instead of the first one decoding alone while the others' prompts ride its steps; its
+            // second token waits for their prompts instead. Decided before any await: the erase below
+            // may wait for the batch in flight.
+            const whole = this.decoding === 0 &&
+                (this.barrier.memberCount === 0 || input.length - next <= this.loaded.context.batchSize);
+            if (whole) {
+                this.barrier.join();
+                member = true;
+            }
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
-            const order = this.slots.indexOf(slot);
-            // Chunked prefill: while other requests are decoding, a long input goes in pieces, one per
-            // step, each in the same batch as their decodes, so they keep generating instead of waiting
-            // for the whole prompt. With nobody decoding, the rest goes at once (nobody to stall).
-            this.prefilling++;
-            try {
-                while (request.stop === undefined && this.barrier.memberCount > 0 && input.length - next > this.prefillChunk()) {
-                    await this.barrier.nextStep(order);
-                    // The share may have grown meanwhile (another prefill ended); the last token always
-                    // stays for `evaluate`, whose logits give the first new token.
-                    const size = Math.min(this.prefillChunk(), input.length - next - 1);
-                    if (request.stop !== undefined || size <= 0)
-                        break;
-                    const part = input.slice(next, next + size);
-                    await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
-                    this.stepTokens += part.length;
-                    next += part.length;
+            if (!whole) {
+                // Chunked prefill: while other requests decode, a long input goes in pieces, one per step,
+                // each in the same batch as their decodes, so they keep generating instead of waiting for
+                // the whole prompt; the rest goes with their next decodes, and it joins the steps then.
+                this.prefilling++;
+                try {
+                    while (request.stop === undefined && this.barrier.memberCount > 0 && input.length - next > this.prefillChunk()) {
+                        await this.barrier.nextStep(order);
+                        // The share may have grown meanwhile (another prefill ended); the last token always
+                        // stays for `evaluate`, whose logits give the first new token.
+                        const size = Math.min(this.prefillChunk(), input.length - next - 1);
+                        if (request.stop !== undefined || size <= 0)
+                            break;
+                        const part = input.slice(next, next + size);
+                        await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
+                        this.stepTokens += part.length;
+                        next += part.length;
+                    }
+                } finally {
+                    this.prefilling--;
                 }
-            } finally {
-                this.prefilling--;
+                await this.barrier.nextStep(order);
+                if (request.stop === undefined) {
+                    this.barrier.join();
+                    member = true;
+                }
             }
-            await this.barrier.nextStep(order); // the rest of the prefill, in the same batch as the running requests' next decodes
             if (request.stop === undefined) {
                 const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
                     temperature: request.temperature,
@@ -373,9 +395,9 @@ export class Engine {
                     const t = nowMs();
                     if (prefillPending) {
                         prefillPending = false;
+                        decoding = true;
+                        this.decoding++;
                         this.stepTokens += input.length - next;
-                        this.barrier.join();
-                        member = true;
                     }
                     if (request.stop === "cancel")
                         break;
@@ -403,6 +425,8 @@ export class Engine {
             error = `generation failed: ${errorMessage(err)}`;
             errorCode = "engine_error";
         } finally {
+            if (decoding)
+                this.decoding--;
             if (member)
                 this.barrier.leave();
         }

@@ -4,7 +4,7 @@
  */
 import {Engine} from "./engine.js";
 import {engineOptionsEnv, parseEngineOptionsJson} from "../protocol/engineOptionsTransfer.js";
-import {parseHostToEngine, type EngineToHost, type HostToEngine} from "../protocol/engineMessages.js";
+import {hostToEngineFrameMessages, parseHostToEngine, type EngineToHost, type HostToEngine} from "../protocol/engineMessages.js";
 import {statsSecretEnv, statsUrlEnv} from "../protocol/statsChannel.js";
 import {errorMessage} from "../common/errorMessage.js";
 
@@ -28,20 +28,30 @@ async function main(): Promise<void> {
     // Requests may arrive while the model loads; keep them until the engine is ready.
     const early: HostToEngine[] = [];
     let engine: Engine | undefined;
-    process.on("message", (raw: unknown) => {
-        let message: HostToEngine;
+    // A batch frame's messages are handled in one go (see HostToEngineFrame), each validated on its own.
+    process.on("message", (frame: unknown) => {
+        let messages: unknown[];
         try {
-            message = parseHostToEngine(raw);
+            messages = hostToEngineFrameMessages(frame);
         } catch (error) {
             send({type: "rejected", reason: errorMessage(error)});
             return;
         }
-        if (message.type === "shutdown")
-            void shutdown(engine);
-        else if (engine === undefined)
-            early.push(message);
-        else
-            engine.handle(message);
+        for (const raw of messages) {
+            let message: HostToEngine;
+            try {
+                message = parseHostToEngine(raw);
+            } catch (error) {
+                send({type: "rejected", reason: errorMessage(error)});
+                continue;
+            }
+            if (message.type === "shutdown")
+                void shutdown(engine);
+            else if (engine === undefined)
+                early.push(message);
+            else
+                engine.handle(message);
+        }
     });
     process.on("disconnect", () => void shutdown(engine));
 

@@ -8,9 +8,9 @@
  * decodes — and the prefill of any request that just started — land in one batch: vLLM's "one scheduler
  * step for all running requests".
  *
- * A starting request waits for the next release without being a member, and joins after its first
- * token: the others keep decoding while a long prompt prefills (node-llama-cpp splits it across
- * batches) instead of waiting for the whole prefill.
+ * A request joins when the rest of its prompt is submitted, so the step that evaluates it releases only
+ * once its first token is there too; a request whose prompt goes in chunks while others decode waits for
+ * releases (`nextStep`) without being a member until then, so the others keep decoding meanwhile.
  */
 type Waiter = {order: number, resolve: () => void};
 
@@ -32,7 +32,7 @@ export class StepBarrier {
         return this.members;
     }
 
-    /** A request takes part in every step from now on (after its first token). */
+    /** A request takes part in every step from now on (from the submission of its prompt's rest). */
     join(): void {
         this.members++;
     }

@@ -8,7 +8,7 @@
  */
 import {
     ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
-    optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
+    isObject, optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
 } from "./validation.js";
 
 export const finishReasons = ["stop", "length", "abort", "error"] as const;
@@ -58,6 +58,17 @@ export type HostToEngine =
     /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
     | {type: "countTokens", seq: number, text: string}
     | {type: "shutdown"};
+
+/**
+ * What the host writes to the engine process: one message, or every message it sent in one event-loop
+ * turn, in order. The engine handles a batch in one go, so requests sent together (a wave of closed-loop
+ * clients, a burst of HTTP requests) are admitted together and start in one batch, instead of the first
+ * of them starting alone because the pipe happened to be read between two writes.
+ */
+export type HostToEngineFrame = HostToEngine | {type: "batch", messages: HostToEngine[]};
+
+/** The most messages one batch frame carries (the host splits a longer turn's worth). */
+export const maxBatchMessages = 1024;
 
 export const gpuBackends = ["cuda", "vulkan", "metal", "cpu"] as const;
 export type GpuBackend = typeof gpuBackends[number];
@@ -189,6 +200,19 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     const debugBlockMs = optionalNumber(obj, "debugBlockMs", what);
     if (debugBlockMs !== undefined) request.debugBlockMs = debugBlockMs;
     return request;
+}
+
+/**
+ * The messages of a frame arriving at the engine, each still to be validated with parseHostToEngine (so
+ * one bad message in a batch is refused alone); throws ProtocolError for a malformed batch.
+ */
+export function hostToEngineFrameMessages(value: unknown): unknown[] {
+    if (!isObject(value) || value.type !== "batch")
+        return [value];
+    const messages = expectArray(value, "messages", "batch", maxBatchMessages);
+    if (messages.some((message) => isObject(message) && message.type === "batch"))
+        throw new ProtocolError("batch.messages: a batch cannot contain a batch");
+    return messages;
 }
 
 /** Validates a message arriving at the engine; throws ProtocolError. */

@@ -128,7 +128,7 @@ describe("in-process engine: a file loads in a check process first", () => {
 });
 
 describe("engine process: malformed IPC messages", () => {
-    test("unknown types and bad shapes are rejected with a reason; the engine keeps serving", async () => {
+    test("unknown types, bad shapes and bad batch frames are rejected with a reason; the engine keeps serving", async () => {
         const child = fork(bundledEntryPath("engineMain.js"), [], {
             env: {...process.env, [engineOptionsEnv]: JSON.stringify({modelPath: await tinyModelPath(), statsIntervalMs: 0, threads: 1})},
             stdio: ["ignore", "ignore", "pipe", "ipc"]
@@ -156,15 +156,21 @@ describe("engine process: malformed IPC messages", () => {
                 {type: "generate", request: {id: "y", prompt: "a", messages: [], maxTokens: 3}},
                 {type: "generate", request: {id: "z", prompt: "a", maxTokens: 2.5}},
                 {type: "cancel"},
-                {type: "ping", seq: "one", hostTime: 1}
+                {type: "ping", seq: "one", hostTime: 1},
+                {type: "batch"},
+                {type: "batch", messages: [{type: "batch", messages: []}]}
             ];
             for (const message of bad)
                 child.send(message as object);
-            child.send({type: "generate", request: {id: "good", prompt, maxTokens: 3, ignoreEos: true}});
+            // A batch frame: its bad message is refused alone, the good one served.
+            child.send({type: "batch", messages: [{type: "cancel", id: 7}, {type: "generate", request: {id: "good", prompt, maxTokens: 3, ignoreEos: true}}]});
             const finished = await waitFor((m) => m.type === "outputs" && m.events.some((e) => e.kind === "finished" && e.id === "good"));
             assert.equal(finished.type, "outputs");
             const rejected = messages.filter((m): m is Extract<EngineToHost, {type: "rejected"}> => m.type === "rejected");
-            assert.equal(rejected.length, bad.length);
+            assert.equal(rejected.length, bad.length + 1);
+            assert.match(rejected[7]!.reason, /batch\.messages: expected an array/);
+            assert.match(rejected[8]!.reason, /a batch cannot contain a batch/);
+            assert.match(rejected[9]!.reason, /cancel\.id: expected a string/);
             assert.match(rejected[0]!.reason, /unknown message type "launchMissiles"/);
             assert.match(rejected[2]!.reason, /prompt: expected a string/);
             assert.match(rejected[3]!.reason, /exactly one of prompt and messages/);

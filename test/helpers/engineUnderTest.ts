@@ -18,6 +18,8 @@ export class EngineUnderTest {
     private stepTokens = 0;
     /** Every request event, in the order the engine sent them. */
     readonly events: RequestEvent[] = [];
+    /** The events of each outputs message (one engine step each), in order. */
+    readonly steps: RequestEvent[][] = [];
     private nextId = 0;
 
     private constructor(readonly engine: Engine) {}
@@ -40,6 +42,7 @@ export class EngineUnderTest {
         if (message.type !== "outputs")
             return;
         this.stepTokens += message.step.stepTokens;
+        this.steps.push(message.events);
         for (const event of message.events) {
             this.events.push(event);
             if (event.kind === "tokens")

@@ -2,9 +2,10 @@ import {fork, type ChildProcess} from "node:child_process";
 import {bundledEntryPath} from "../../../engine/bundlePaths.js";
 import type {EngineOptions} from "../../../protocol/engineOptions.js";
 import {engineOptionsEnv, serializeEngineOptions} from "../../../protocol/engineOptionsTransfer.js";
-import type {HostToEngine} from "../../../protocol/engineMessages.js";
+import {maxBatchMessages, type HostToEngine, type HostToEngineFrame} from "../../../protocol/engineMessages.js";
 import {statsSecretEnv, statsUrlEnv} from "../../../protocol/statsChannel.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
+import {TurnBatcher} from "./turnBatcher.js";
 
 const stderrKeepChars = 4000;
 
@@ -32,6 +33,7 @@ export class ChildProcessTransport implements EngineTransport {
     private stderrTail = "";
     private exited: EngineExit | undefined;
     private readonly exitHandlers: Array<(exit: EngineExit) => void> = [];
+    private readonly outgoing = new TurnBatcher<HostToEngine>((messages) => this.write(messages), maxBatchMessages);
 
     constructor(options: EngineOptions, entryFile = bundledEntryPath("engineMain.js")) {
         const env: NodeJS.ProcessEnv = {
@@ -82,9 +84,16 @@ export class ChildProcessTransport implements EngineTransport {
             handler(this.exited);
     }
 
+    /** One event-loop turn's messages go as one frame: the engine then admits requests sent together together. */
     send(message: HostToEngine): void {
-        if (this.child.connected)
-            this.child.send(message);
+        this.outgoing.push(message);
+    }
+
+    private write(messages: HostToEngine[]): void {
+        if (!this.child.connected)
+            return;
+        const frame: HostToEngineFrame = messages.length === 1 ? messages[0]! : {type: "batch", messages};
+        this.child.send(frame);
     }
 
     async shutdown(graceMs: number): Promise<void> {

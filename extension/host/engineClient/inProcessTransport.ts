@@ -1,7 +1,8 @@
 import {Engine} from "../../../engine/engine.js";
 import type {EngineOptions} from "../../../protocol/engineOptions.js";
-import type {EngineToHost, HostToEngine} from "../../../protocol/engineMessages.js";
+import {maxBatchMessages, type EngineToHost, type HostToEngine} from "../../../protocol/engineMessages.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
+import {TurnBatcher} from "./turnBatcher.js";
 
 /**
  * Runs the engine inside the host process: same Engine, same messages, same stats worker thread and
@@ -17,6 +18,7 @@ export class InProcessTransport implements EngineTransport {
     private readonly early: HostToEngine[] = [];
     private messageHandler: ((message: unknown, validated: boolean) => void) | undefined;
     private readonly exitHandlers: Array<(exit: EngineExit) => void> = [];
+    private readonly outgoing = new TurnBatcher<HostToEngine>((messages) => this.handle(messages), maxBatchMessages);
 
     constructor(options: EngineOptions) {
         void Engine.start(options, (message) => this.deliver(message)).then((engine) => {
@@ -38,16 +40,24 @@ export class InProcessTransport implements EngineTransport {
         this.exitHandlers.push(handler);
     }
 
+    /**
+     * Asynchronous like IPC, and batched like it (one event-loop turn's messages handled in one go), so
+     * callers see the same ordering and requests sent together start together in both modes.
+     */
     send(message: HostToEngine): void {
-        if (this.stopped)
-            return;
-        // Asynchronous like IPC, so callers see the same ordering in both modes.
-        queueMicrotask(() => {
+        if (!this.stopped)
+            this.outgoing.push(message);
+    }
+
+    private handle(messages: HostToEngine[]): void {
+        for (const message of messages) {
+            if (this.stopped)
+                return;
             if (this.engine === undefined)
                 this.early.push(message);
             else
                 this.engine.handle(message);
-        });
+        }
     }
 
     async shutdown(): Promise<void> {
