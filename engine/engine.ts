@@ -99,7 +99,7 @@ export class Engine {
         try {
             checkEngineOptions(options);
             loaded = await loadModel(options, (progress) => sink({type: "loading", progress}));
-            await preloadChatWrapper();
+            await preloadChatWrapper(loaded.model);
         } catch (error) {
             const err = error instanceof Error ? error : new Error(String(error));
             const code = (err as {code?: unknown}).code;

@@ -8,7 +8,7 @@ import {after, before, describe, test} from "node:test";
 import OpenAI from "openai";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {importNodeLlamaCpp, type Llama, type LlamaModel} from "../../engine/llamaTypes.js";
-import {preloadChatWrapper, renderPrompt} from "../../engine/promptRenderer.js";
+import {chatWrapperFor, preloadChatWrapper, renderPrompt} from "../../engine/promptRenderer.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {ApiServer} from "../../extension/host/openai/apiServer.js";
 import type {ChatMessage} from "../../protocol/engineMessages.js";
@@ -65,6 +65,15 @@ describe("chat templates", () => {
         const text = model.detokenize(tokens).replaceAll(" \n", "\n");
         assert.equal(text, "[SYSTEM] Be brief.\n[USER] Hi there\n[ASSISTANT] Hello\n[USER] Tell a story\n[ASSISTANT] ");
         assert.equal(await apiPromptTokens(templatedPath), tokens.length);
+    });
+
+    test("the chat wrapper is resolved once per model (node-llama-cpp resolves it by rendering sample chats), not per request", async () => {
+        const model = await load(templatedPath);
+        const other = await load(templatedPath);
+        const wrapper = chatWrapperFor(model);
+        assert.equal(chatWrapperFor(model), wrapper);
+        assert.notEqual(chatWrapperFor(other), wrapper, "each model gets its own");
+        assert.deepEqual(renderPrompt(model, {messages}), renderPrompt(other, {messages}));
     });
 
     test("a model without one: the documented role-prefixed fallback", async () => {
