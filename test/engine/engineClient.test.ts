@@ -5,10 +5,12 @@
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import {after, before, describe, test} from "node:test";
 import WebSocket from "ws";
 import {statsSecretHeader} from "../../protocol/statsChannel.js";
 import {engineThreadpoolSize} from "../../extension/host/engineClient/childProcessTransport.js";
+import {engineExecArgv} from "../../extension/host/engineClient/engineExecArgv.js";
 import {EngineClient, type EngineClientOptions, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
 import type {EngineStep} from "../../extension/host/engineClient/engineStep.js";
 import type {RequestResult} from "../../extension/host/engineClient/requestState.js";
@@ -82,6 +84,16 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
                     if (inherited === undefined) delete process.env.UV_THREADPOOL_SIZE;
                     else process.env.UV_THREADPOOL_SIZE = inherited;
                 }
+            });
+
+            test("the engine process runs without V8's optimizing compilers when llama.cpp's threads leave no core for them", () => {
+                assert.deepEqual(engineExecArgv(undefined, 2), ["--no-turbofan", "--no-maglev"]);
+                assert.deepEqual(engineExecArgv(2, 4), ["--no-turbofan", "--no-maglev"]);
+                assert.deepEqual(engineExecArgv(undefined, 8), []);
+                assert.deepEqual(engineExecArgv(4, 16), []);
+                const argv = fs.readFileSync(`/proc/${client.info!.pid}/cmdline`, "latin1").split("\0");
+                const flagged = os.availableParallelism() < client.info!.threads + 3;
+                assert.equal(argv.includes("--no-turbofan") && argv.includes("--no-maglev"), flagged, argv.join(" "));
             });
         }
 

@@ -4,6 +4,7 @@ import type {EngineOptions} from "../../../protocol/engineOptions.js";
 import {engineOptionsEnv, serializeEngineOptions} from "../../../protocol/engineOptionsTransfer.js";
 import {maxBatchMessages, type HostToEngine, type HostToEngineFrame} from "../../../protocol/engineMessages.js";
 import {statsSecretEnv, statsUrlEnv} from "../../../protocol/statsChannel.js";
+import {engineExecArgv} from "./engineExecArgv.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 import {TurnBatcher} from "./turnBatcher.js";
 
@@ -50,7 +51,7 @@ export class ChildProcessTransport implements EngineTransport {
         }
         this.child = fork(entryFile, [], {
             execPath: process.execPath,
-            execArgv: [],
+            execArgv: engineExecArgv(options.threads),
             env,
             stdio: ["ignore", "ignore", "pipe", "ipc"],
             serialization: "json"
