@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {EngineClient, type EngineMode} from "../../extension/host/engineClient/engineClient.js";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 import {tinyModelPath} from "../helpers/testModels.js";
 
@@ -15,29 +15,27 @@ const maxTokens = 24;
 // Process mode, the default: there the host's messages cross a pipe, which is what could split a burst.
 // In-process, where the host calls the engine directly, one CI run saw a wave's first tokens in three steps
 // (round 4 of 8, under the full suite's load; not reproduced in 32 rounds alone): a rare race, not understood yet.
-for (const mode of ["process"] as EngineMode[]) {
-    describe(`lockstep (${mode})`, () => {
-        test("4 requests sent in one event-loop turn reach the engine together: first tokens in one step, finished in one step", async () => {
-            const client = new EngineClient({mode, modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
-                statsIntervalMs: 0, prefixCache: false});
-            await client.start();
-            try {
-                // Repeated: the engine process reads its pipe whenever data arrives, so separate writes split a burst by chance.
-                for (let round = 0; round < 8; round++) {
-                    const handles = [0, 1, 2, 3].map((i) => client.generate({prompt: `${sentence.repeat(2)} ${round} ${i}`, maxTokens,
-                        ignoreEos: true, temperature: 0.8, seed: i}));
-                    const results = await Promise.all(handles.map((handle) => handle.done));
-                    assert.deepEqual(results.map((r) => r.generatedTokens), [maxTokens, maxTokens, maxTokens, maxTokens]);
-                    // One outputs message is one step, and every event in it is delivered at the same host time.
-                    assert.equal(new Set(results.map((r) => r.firstDelivered)).size, 1, `round ${round}: first tokens in different steps`);
-                    assert.equal(new Set(results.map((r) => r.lastDelivered)).size, 1, `round ${round}: finished in different steps`);
-                }
-            } finally {
-                await client.stop();
+describe("lockstep (process)", () => {
+    test("4 requests sent in one event-loop turn reach the engine together: first tokens in one step, finished in one step", async () => {
+        const client = new EngineClient({mode: "process", modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
+            statsIntervalMs: 0, prefixCache: false});
+        await client.start();
+        try {
+            // Repeated: the engine process reads its pipe whenever data arrives, so separate writes split a burst by chance.
+            for (let round = 0; round < 8; round++) {
+                const handles = [0, 1, 2, 3].map((i) => client.generate({prompt: `${sentence.repeat(2)} ${round} ${i}`, maxTokens,
+                    ignoreEos: true, temperature: 0.8, seed: i}));
+                const results = await Promise.all(handles.map((handle) => handle.done));
+                assert.deepEqual(results.map((r) => r.generatedTokens), [maxTokens, maxTokens, maxTokens, maxTokens]);
+                // One outputs message is one step, and every event in it is delivered at the same host time.
+                assert.equal(new Set(results.map((r) => r.firstDelivered)).size, 1, `round ${round}: first tokens in different steps`);
+                assert.equal(new Set(results.map((r) => r.lastDelivered)).size, 1, `round ${round}: finished in different steps`);
             }
-        });
+        } finally {
+            await client.stop();
+        }
     });
-}
+});
 
 describe("lockstep (engine)", () => {
     test("requests arriving while the first one's prompt evaluates go in whole, and its second token waits for them", async () => {

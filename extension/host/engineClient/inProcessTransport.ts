@@ -1,6 +1,6 @@
 import {Engine} from "../../../engine/engine.js";
 import type {EngineOptions} from "../../../protocol/engineOptions.js";
-import {maxBatchMessages, type EngineToHost, type HostToEngine} from "../../../protocol/engineMessages.js";
+import type {EngineToHost, HostToEngine} from "../../../protocol/engineMessages.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
 import {TurnBatcher} from "./turnBatcher.js";
 
@@ -18,7 +18,7 @@ export class InProcessTransport implements EngineTransport {
     private readonly early: HostToEngine[] = [];
     private messageHandler: ((message: unknown, validated: boolean) => void) | undefined;
     private readonly exitHandlers: Array<(exit: EngineExit) => void> = [];
-    private readonly outgoing = new TurnBatcher<HostToEngine>((messages) => this.handle(messages), maxBatchMessages);
+    private readonly outgoing = new TurnBatcher<HostToEngine>((messages) => this.handle(messages));
 
     constructor(options: EngineOptions) {
         void Engine.start(options, (message) => this.deliver(message)).then((engine) => {
