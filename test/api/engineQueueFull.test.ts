@@ -102,8 +102,9 @@ describe("serve --max-waiting 0: never wait, but serve whatever a free sequence 
         const running = fetch(`${server.baseUrl}/completions`, {method: "POST", headers: {"Content-Type": "application/json"}, signal: controller.signal,
             body: JSON.stringify({model: "m", prompt: "Long story", max_tokens: 400, stream: true, ignore_eos: true})})
             .then(async (response) => await response.text()).catch(() => "");
+        // Busy once the engine has scheduled it: until then the host counts it as waiting.
         const deadline = Date.now() + 10_000;
-        while (client.inFlightCount < 1 && Date.now() < deadline)
+        while ((client.inFlightCount < 1 || client.waitingCount > 0) && Date.now() < deadline)
             await new Promise((resolve) => setTimeout(resolve, 5));
         const refused = await complete(false);
         const text = await refused.text();
