@@ -14,6 +14,13 @@ import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
+/**
+ * How long sampled tokens may wait for the rest of their step before they go out anyway: the samples of
+ * one batch end within a fraction of a millisecond of each other (each sequence's in its own native task);
+ * a request whose prompt evaluates in a later batch can take seconds.
+ */
+const maxFlushHoldMs = 5;
+
 /** Receives every message the engine sends to the host. */
 export type EngineSink = (message: EngineToHost) => void;
 
@@ -56,7 +63,7 @@ const defaultTemperature = 0.8;
 export class Engine {
     private readonly slots: Slot[];
     private readonly queue = new WaitingQueue<ActiveRequest>();
-    private readonly barrier = new StepBarrier();
+    private readonly barrier = new StepBarrier(() => this.onStepEnd());
     private readonly requests = new Map<string, ActiveRequest>();
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
@@ -71,6 +78,8 @@ export class Engine {
     /** Running requests that have their first token (members of the steps that decode). */
     private decoding = 0;
     private flushScheduled = false;
+    /** A flush found the step incomplete: it goes out when the step is (`onStepEnd`), or at this timer. */
+    private heldFlush: NodeJS.Timeout | undefined;
     private disposed = false;
     private vramTimer: NodeJS.Timeout | undefined;
 
@@ -167,7 +176,7 @@ export class Engine {
             this.finish(request, "abort", "engine shutting down");
         for (const slot of this.slots)
             if (slot.request !== undefined) slot.request.stop = "cancel";
-        this.flush();
+        this.flush(true);
         await this.stats?.dispose();
         await this.loaded.context.dispose();
         await this.loaded.model.dispose();
@@ -509,9 +518,34 @@ export class Engine {
         setImmediate(() => setImmediate(() => this.flush()));
     }
 
-    /** One step's outputs: every request's new tokens and lifecycle events, plus the step stats. */
-    private flush(): void {
+    /** Every running request has its token of this step (or left): the outputs that waited for it go out. */
+    private onStepEnd(): void {
+        if (this.heldFlush === undefined)
+            return;
+        clearTimeout(this.heldFlush);
+        this.heldFlush = undefined;
+        this.scheduleFlush();
+    }
+
+    /**
+     * One step's outputs: every request's new tokens and lifecycle events, plus the step stats. Not
+     * part of a step: while some running requests still sample this step's token, the flush waits for
+     * the step, so one outputs message is one step (the iteration-tokens histogram counts per message;
+     * split, a 4-request step was read as several 1- or 2-token iterations, and the host handled ~3
+     * messages per step). It waits at most `maxFlushHoldMs`: a member that has not arrived may be one
+     * whose prompt is still evaluating in a later batch, and tokens already sampled must not wait for that.
+     */
+    private flush(force = false): void {
         this.flushScheduled = false;
+        if (!force && this.barrier.stepInProgress) {
+            this.heldFlush ??= setTimeout(() => {
+                this.heldFlush = undefined;
+                this.flush(true);
+            }, maxFlushHoldMs);
+            return;
+        }
+        clearTimeout(this.heldFlush);
+        this.heldFlush = undefined;
         for (const request of this.pendingTokenRequests)
             this.takeTokens(request);
         if (this.pendingEvents.length === 0)

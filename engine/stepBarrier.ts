@@ -18,7 +18,15 @@ export class StepBarrier {
     private members = 0;
     private waiting: Waiter[] = [];
     private observers: Waiter[] = [];
+    /** Members that left since the last release (finished, cancelled, failed) instead of arriving. */
+    private leftThisStep = 0;
     private checkQueued = false;
+
+    /**
+     * `onStepEnd`: called whenever every member has arrived or left (a release, or nobody running), after
+     * the waiters are resolved (their continuations run after it).
+     */
+    constructor(private readonly onStepEnd: () => void = () => undefined) {}
 
     /** Resolves at the next release (at once when nobody is running): when to start a prefill. `order`: see `arrive`. */
     nextStep(order: number): Promise<void> {
@@ -32,6 +40,14 @@ export class StepBarrier {
         return this.members;
     }
 
+    /**
+     * Some members have taken this step's token and others not yet: the step's outputs are incomplete
+     * (with node-llama-cpp each sequence samples in its own native task, finishing in separate turns).
+     */
+    get stepInProgress(): boolean {
+        return this.waiting.length < this.members && (this.waiting.length > 0 || this.leftThisStep > 0);
+    }
+
     /** A request takes part in every step from now on (from the submission of its prompt's rest). */
     join(): void {
         this.members++;
@@ -40,6 +56,7 @@ export class StepBarrier {
     /** A request stops running (finished, cancelled, preempted, failed). */
     leave(): void {
         this.members--;
+        this.leftThisStep++;
         this.queueCheck();
     }
 
@@ -70,12 +87,14 @@ export class StepBarrier {
     }
 
     private releaseIfComplete(): void {
-        if (this.waiting.length < this.members || (this.waiting.length === 0 && this.observers.length === 0))
+        if (this.waiting.length < this.members)
             return;
         const release = this.waiting.concat(this.observers).sort((a, b) => a.order - b.order);
         this.waiting = [];
         this.observers = [];
+        this.leftThisStep = 0;
         for (const waiter of release)
             waiter.resolve();
+        this.onStepEnd();
     }
 }

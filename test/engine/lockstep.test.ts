@@ -12,12 +12,11 @@ import {tinyModelPath} from "../helpers/testModels.js";
 const sentence = "the little girl saw a big red ball in the park and ran after it with her happy dog under the blue sky ";
 const maxTokens = 24;
 
-// Process mode, the default: there the host's messages cross a pipe, which is what could split a burst.
-// In-process, where the host calls the engine directly, one CI run saw a wave's first tokens in three steps
-// (round 4 of 8, under the full suite's load; not reproduced in 32 rounds alone): a rare race, not understood yet.
-describe("lockstep (process)", () => {
+// Both modes: in process mode the host's messages cross a pipe, which could split a burst; in both, a step's
+// tokens used to go out in several outputs messages when its samples finished in separate turns (see below).
+for (const mode of ["process", "inProcess"] as const) describe(`lockstep (${mode})`, () => {
     test("4 requests sent in one event-loop turn reach the engine together: first tokens in one step, finished in one step", async () => {
-        const client = new EngineClient({mode: "process", modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
+        const client = new EngineClient({mode, modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
             statsIntervalMs: 0, prefixCache: false});
         await client.start();
         try {
@@ -58,6 +57,55 @@ describe("lockstep (engine)", () => {
             const finishStep = (id: string) => engine.steps.findIndex((events) => events.some((e) => e.kind === "finished" && e.id === id));
             const steps = [first, ...others].map((r) => finishStep(r.id));
             assert.ok(steps.every((step) => step >= 0 && step === steps[0]), `finished in steps ${steps.join(", ")}`);
+        } finally {
+            await engine.engine.dispose();
+        }
+    });
+});
+
+describe("one outputs message per step (engine)", () => {
+    test("every message that carries tokens carries one token of each running request, also in the step where some finish", async () => {
+        // node-llama-cpp samples each sequence in its own native task, and those finish in separate event-loop
+        // turns; the engine used to send whatever had arrived two turns after the first token, so one step of
+        // 4 requests went out as several messages (~3 per step with one libuv thread, the engine process's
+        // setting), which the host's iteration-tokens histogram counted as several small iterations.
+        const engine = await EngineUnderTest.start({parallel: 4, prefixCache: false});
+        try {
+            const lengths = [8, 16, 24, 24];
+            const requests = lengths.map((length, i) => engine.send({prompt: `${sentence} ${i}`, maxTokens: length, ignoreEos: true, temperature: 0.8, seed: i}));
+            await Promise.all(requests.map((r) => r.done));
+            const tokenSteps = engine.steps.map((events) => events.filter((e) => e.kind === "tokens"))
+                .filter((tokens) => tokens.length > 0);
+            assert.equal(tokenSteps.length, maxTokens, `${tokenSteps.length} messages carried the tokens of ${maxTokens} steps`);
+            tokenSteps.forEach((tokens, step) => {
+                const expected = lengths.filter((length) => length > step).length;
+                assert.equal(tokens.length, expected, `step ${step}: tokens of ${tokens.length} requests, ${expected} running`);
+                assert.ok(tokens.every((e) => e.kind === "tokens" && e.times.length === 1), `step ${step}: a request with more than one token`);
+            });
+        } finally {
+            await engine.engine.dispose();
+        }
+    });
+
+    test("tokens already sampled do not wait for a prompt that evaluates in a later batch", async () => {
+        // A's prompt is in flight when B arrives; B's prompt (under one batch) goes in whole and B joins the
+        // steps, so A's second token waits for B's first. A's first token is sampled, though, and goes out
+        // after at most a few ms, not when B's prompt is done.
+        const engine = await EngineUnderTest.start({parallel: 4, prefixCache: false});
+        try {
+            const a = engine.send({prompt: sentence, maxTokens: 4, ignoreEos: true, temperature: 0});
+            await new Promise((resolve) => setImmediate(resolve));
+            await new Promise((resolve) => setImmediate(resolve));
+            const b = engine.send({prompt: sentence.repeat(12), maxTokens: 4, ignoreEos: true, temperature: 0});
+            const [, outcomeB] = await Promise.all([a.done, b.done]);
+            assert.ok(outcomeB.finished.promptTokens > 400 && outcomeB.finished.promptTokens <= 512, `B's prompt: ${outcomeB.finished.promptTokens} tokens`);
+            const firstToken = (id: string) => engine.events.find((e) => e.kind === "tokens" && e.id === id);
+            const sentAt = (id: string) => engine.stepTimes[engine.steps.findIndex((events) => events.some((e) => e.kind === "tokens" && e.id === id))]!;
+            const aFirst = firstToken(a.id), bFirst = firstToken(b.id);
+            assert.ok(aFirst?.kind === "tokens" && bFirst?.kind === "tokens");
+            assert.ok(aFirst.times[0]! < bFirst.times[0]!, "B's first token came first: the test's premise does not hold");
+            assert.ok(sentAt(a.id) < bFirst.times[0]!, `A's first token (sampled ${(bFirst.times[0]! - aFirst.times[0]!).toFixed(1)} ms before B's) ` +
+                `went out ${(sentAt(a.id) - bFirst.times[0]!).toFixed(1)} ms after B's was sampled`);
         } finally {
             await engine.engine.dispose();
         }

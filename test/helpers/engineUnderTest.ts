@@ -20,6 +20,8 @@ export class EngineUnderTest {
     readonly events: RequestEvent[] = [];
     /** The events of each outputs message (one engine step each), in order. */
     readonly steps: RequestEvent[][] = [];
+    /** When the engine sent each outputs message (its `step.t`, engine clock), in the order of `steps`. */
+    readonly stepTimes: number[] = [];
     private nextId = 0;
 
     private constructor(readonly engine: Engine) {}
@@ -43,6 +45,7 @@ export class EngineUnderTest {
             return;
         this.stepTokens += message.step.stepTokens;
         this.steps.push(message.events);
+        this.stepTimes.push(message.step.t);
         for (const event of message.events) {
             this.events.push(event);
             if (event.kind === "tokens")
