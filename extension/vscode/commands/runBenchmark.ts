@@ -22,7 +22,9 @@ export async function runBenchmark(controller: EngineController, log: vscode.Log
         void vscode.window.showWarningMessage("Inference Monitor: start a model first.");
         return;
     }
-    const preset = await vscode.window.showQuickPick(presets, {title: "Inference Monitor: Run Benchmark", placeHolder: "Which workload?"});
+    // A focus change while it is open (a notification, the live panel) must not dismiss it; Escape does.
+    const preset = await vscode.window.showQuickPick(presets, {title: "Inference Monitor: Run Benchmark", placeHolder: "Which workload?",
+        ignoreFocusOut: true});
     if (preset === undefined)
         return;
     const workload = preset.workload;
