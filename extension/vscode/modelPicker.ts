@@ -34,7 +34,8 @@ export async function pickModel(context: vscode.ExtensionContext, log: vscode.Lo
         for (const file of recent)
             items.push({label: `$(history) ${path.basename(file)}`, description: path.dirname(file), action: "recent", path: file});
     }
-    const picked = await vscode.window.showQuickPick(items, {title: "Inference Monitor: Start Model", placeHolder: "Which model should the engine serve?"});
+    const picked = await vscode.window.showQuickPick(items, {title: "Inference Monitor: Start Model", placeHolder: "Which model should the engine serve?",
+        ignoreFocusOut: true});
     if (picked === undefined)
         return undefined;
     switch (picked.action) {

@@ -7,7 +7,7 @@ export async function exportStats(controller: EngineController, log: vscode.LogO
     const chosen = format ?? (await vscode.window.showQuickPick([
         {label: "JSON", description: "full snapshot and per-request lifecycles", format: "json" as const},
         {label: "CSV", description: "time series (one row per sample)", format: "csv" as const}
-    ], {title: "Inference Monitor: Export Stats"}))?.format;
+    ], {title: "Inference Monitor: Export Stats", ignoreFocusOut: true}))?.format;
     if (chosen === undefined)
         return;
     await saveStatsExport(controller.stats.snapshot(), chosen, log);
