@@ -18,6 +18,9 @@
  * demo `small` model's `textOnly` variant on every side: this llama-server version fails a completion whose
  * text is not valid UTF-8 (HTTP 500 "…does not match the expected Content-only format"), which the plain
  * demo model's random weights produce by sampling lone byte-fallback tokens; the variant never samples them.
+ * Its weights are f16 (the issue's workload); `--dtype q8_0|q4_0` runs the same matrix on the same model
+ * quantized, as users' GGUFs mostly are: node-llama-cpp's prebuilt CPU kernels are slow on f16 prompts only
+ * (see README, "kernel ceiling"), so the dtype decides how far the kernels alone leave us behind.
  *
  * Load points: max concurrency 1, 4 and 8 (all requests at once), and Poisson arrivals near saturation
  * (0.9 × the IPC request throughput at concurrency 8, prefix cache on, from the first repeat). Prefix
@@ -46,7 +49,7 @@ import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {ensureDemoModel} from "../engine/model/demoModel.js";
+import {demoModelDtypes, ensureDemoModel, type DemoModelDtype} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import type {HttpRequestResult} from "../extension/host/bench/openaiHttpTarget.js";
 import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
@@ -61,7 +64,8 @@ const {values} = parseArgs({options: {
     json: {type: "string"},
     repeats: {type: "string", default: "3"},
     quick: {type: "boolean", default: false},
-    ["kernels-only"]: {type: "boolean", default: false}
+    ["kernels-only"]: {type: "boolean", default: false},
+    dtype: {type: "string", default: "f16"}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -69,7 +73,12 @@ const repeats = quick ? 1 : Number(values.repeats);
 if (!Number.isSafeInteger(repeats) || repeats < 1)
     throw new Error(`--repeats must be an integer >= 1, got ${values.repeats}`);
 
-const workload = {model: "demo small (textOnly)", numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
+const isDtype = (value: string): value is DemoModelDtype => (demoModelDtypes as readonly string[]).includes(value);
+if (!isDtype(values.dtype))
+    throw new Error(`--dtype must be one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
+const dtype: DemoModelDtype = values.dtype;
+
+const workload = {model: `demo small (textOnly, ${dtype})`, numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
     threads: 1, parallel: 4, contextPerSequence: 4096};
 /** llama-server's flags after `-m MODEL --host 127.0.0.1 --port P`. */
 const llamaServerArgs = ["-t", String(workload.threads), "-tb", String(workload.threads), "-np", String(workload.parallel),
@@ -202,7 +211,7 @@ function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {tab
 }
 
 async function main(): Promise<void> {
-    const modelPath = await ensureDemoModel({size: "small", textOnly: true});
+    const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = await buildLlamaServer();
     const version = llamaServerVersion(binary);
     const points: LoadPoint[] = quick ? [{concurrency: 4, rate: Infinity}]
@@ -220,7 +229,7 @@ async function main(): Promise<void> {
     console.log(describeKernelCeiling(ceiling));
     if (values["kernels-only"] === true) {
         if (values.json !== undefined)
-            fs.writeFileSync(values.json, JSON.stringify({kernel_ceiling: ceiling}, null, 2) + "\n");
+            fs.writeFileSync(values.json, JSON.stringify({model: workload.model, model_path: modelPath, kernel_ceiling: ceiling}, null, 2) + "\n");
         return;
     }
 
