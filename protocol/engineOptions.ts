@@ -52,9 +52,14 @@ export type EngineOptions = {
      * Chunked prefill: while requests are decoding, the most prompt tokens evaluated per engine step
      * (shared by the requests prefilling at once); a longer prompt is spread over several steps, each
      * batched with the running requests' decodes, so they keep generating while it prefills (vLLM's
-     * `max_num_batched_tokens`). With nothing decoding, a prompt is evaluated at once. Default: 32 on
-     * CPU (a step then stays within ~2× a plain decode step for a 20 M-parameter model on one thread,
-     * measured with `npm run bench:prefill`), 512 on a GPU.
+     * `max_num_batched_tokens`). With nothing decoding, a prompt is evaluated at once. Default: 128 on
+     * CPU, 512 on a GPU. Measured on the 2-vCPU VM (demo `small`, 1 thread, 4 sequences; 2026-12-05):
+     * with 32, a typical ~90-token prompt arriving while others decode took three steps, and at max
+     * concurrency 8 (`bench`, 32 × 48-in / 64-out) P99 ITL was 31–36 ms (f16) and 17–20 ms (q4_0) against
+     * 11–13 and 10–12 with 128, output tok/s within noise on f16 and 613–760 vs 674–907 on q4_0. A
+     * ~2000-token prompt (`npm run bench:prefill`) stalls running requests at either size on this CPU (P99
+     * ITL during its prefill 125 ms with 32, 154 ms with 128, 9 ms steady: node-llama-cpp's prebuilt f16
+     * kernels are slow on small batches), and its TTFT halves with 128 (4.2 → 2.0 s).
      */
     prefillChunkTokens?: number,
     /**
@@ -84,7 +89,7 @@ export const defaultEngineOptions = {
 
 /** Default {@link EngineOptions.prefillChunkTokens} for a backend. */
 export function defaultPrefillChunkTokens(backend: "cuda" | "vulkan" | "metal" | "cpu"): number {
-    return backend === "cpu" ? 32 : 512;
+    return backend === "cpu" ? 128 : 512;
 }
 
 /** Default threads for a machine with `mathCores` cores: see {@link EngineOptions.threads}. */
