@@ -58,8 +58,9 @@ export type EngineOptions = {
      * concurrency 8 (`bench`, 32 × 48-in / 64-out) P99 ITL was 31–36 ms (f16) and 17–20 ms (q4_0) against
      * 11–13 and 10–12 with 128, output tok/s within noise on f16 and 613–760 vs 674–907 on q4_0. A
      * ~2000-token prompt (`npm run bench:prefill`) stalls running requests at either size on this CPU (P99
-     * ITL during its prefill 125 ms with 32, 154 ms with 128, 9 ms steady: node-llama-cpp's prebuilt f16
-     * kernels are slow on small batches), and its TTFT halves with 128 (4.2 → 2.0 s).
+     * ITL during its prefill 125 ms with 32, 154 ms with 128, 9 ms steady: a chunk's step grows with the
+     * prompt's position here, see README), and its TTFT halves with 128 (4.2 → 2.0 s). The price: at random
+     * arrivals near saturation P99 ITL is higher with 128 (f16 68–86 vs 31–45 ms), TTFT p50 lower (1.4–3×).
      */
     prefillChunkTokens?: number,
     /**
