@@ -1,18 +1,19 @@
 /**
- * `npm run bench:prefill -- [--repeats N] [--prompt-words N] [--chunks 32,8] [--json FILE]`
+ * `npm run bench:prefill -- [--repeats N] [--prompt-words N] [--chunks 32,8] [--dtype f16|q8_0|q4_0] [--json FILE]`
  *
  * What a long prompt does to the requests already generating (issue F §3, chunked prefill): three
  * requests decode on the demo `small` model (1 thread, 4 sequences, process mode as the product runs);
  * their inter-token gaps are measured on host-delivered tokens for 2 s of steady state, then a prompt of
  * ~2000 tokens arrives and their gaps are measured again until its first token. P99 of each window and
  * the ratio (target ≤ 2), with chunked prefill (the default budget) and without it (the whole prompt in
- * one step, node-llama-cpp splitting it only at its 512-token batch), as interleaved repeats. A
- * benchmark, not a test.
+ * one step, node-llama-cpp splitting it only at its 512-token batch), as interleaved repeats. `--dtype`:
+ * the demo model's weights (default f16; node-llama-cpp's prebuilt f16 kernels are slow on the small
+ * batches a chunk makes, quantized ones are not). A benchmark, not a test.
  */
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {Xoshiro128} from "../common/seededRandom.js";
-import {ensureDemoModel} from "../engine/model/demoModel.js";
+import {demoModelDtypes, ensureDemoModel, type DemoModelDtype} from "../engine/model/demoModel.js";
 import {makePrompt} from "../extension/host/bench/workload.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
@@ -22,8 +23,14 @@ const {values} = parseArgs({options: {
     "repeats": {type: "string", default: "3"},
     "prompt-words": {type: "string", default: "1100"},
     "chunks": {type: "string"},
+    "dtype": {type: "string", default: "f16"},
     "json": {type: "string"}
 }, strict: true});
+
+const isDtype = (value: string): value is DemoModelDtype => (demoModelDtypes as readonly string[]).includes(value);
+if (!isDtype(values.dtype))
+    throw new Error(`--dtype must be one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
+const dtype: DemoModelDtype = values.dtype;
 
 const noChunking = 1 << 20;
 const running = 3;
@@ -83,7 +90,7 @@ async function measure(modelPath: string, chunkTokens: number, longPrompt: strin
 }
 
 async function main(): Promise<void> {
-    const modelPath = await ensureDemoModel({size: "small"});
+    const modelPath = await ensureDemoModel({size: "small", dtype});
     const longPrompt = makePrompt(new Xoshiro128(7), Number(values["prompt-words"]));
     const chunks = values.chunks === undefined ? [defaultPrefillChunkTokens("cpu")] : values.chunks.split(",").map(Number);
     if (!chunks.every((chunk) => Number.isInteger(chunk) && chunk > 0))
