@@ -19,8 +19,9 @@
  * text is not valid UTF-8 (HTTP 500 "…does not match the expected Content-only format"), which the plain
  * demo model's random weights produce by sampling lone byte-fallback tokens; the variant never samples them.
  * Its weights are f16 (the issue's workload); `--dtype q8_0|q4_0` runs the same matrix on the same model
- * quantized, as users' GGUFs mostly are: node-llama-cpp's prebuilt CPU kernels are slow on f16 prompts only
- * (see README, "kernel ceiling"), so the dtype decides how far the kernels alone leave us behind.
+ * quantized, as users' GGUFs mostly are: node-llama-cpp's prebuilt CPU kernels prefill f16 weights at ~0.6×
+ * llama-server's and quantized ones at par (see README, "kernel ceiling"), so the dtype decides how far the
+ * kernels alone leave us behind.
  *
  * Load points: max concurrency 1, 4 and 8 (all requests at once), and Poisson arrivals near saturation
  * (0.9 × the IPC request throughput at concurrency 8, prefix cache on, from the first repeat). Prefix
