@@ -13,8 +13,9 @@
  */
 import fs from "node:fs";
 import {parseArgs} from "node:util";
+import {choiceValue} from "../cli/optionValues.js";
 import {Xoshiro128} from "../common/seededRandom.js";
-import {demoModelDtypes, ensureDemoModel, type DemoModelDtype} from "../engine/model/demoModel.js";
+import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
 import {makePrompt} from "../extension/host/bench/workload.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
@@ -24,14 +25,11 @@ const {values} = parseArgs({options: {
     "repeats": {type: "string", default: "3"},
     "prompt-words": {type: "string", default: "1100"},
     "chunks": {type: "string"},
-    "dtype": {type: "string", default: "f16"},
+    "dtype": {type: "string"},
     "json": {type: "string"}
 }, strict: true});
 
-const isDtype = (value: string): value is DemoModelDtype => (demoModelDtypes as readonly string[]).includes(value);
-if (!isDtype(values.dtype))
-    throw new Error(`--dtype must be one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
-const dtype: DemoModelDtype = values.dtype;
+const dtype = choiceValue("dtype", values.dtype, demoModelDtypes, "f16");
 
 const noChunking = 1 << 20;
 const running = 3;

@@ -49,8 +49,9 @@
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
+import {choiceValue} from "../cli/optionValues.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {demoModelDtypes, ensureDemoModel, type DemoModelDtype} from "../engine/model/demoModel.js";
+import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import type {HttpRequestResult} from "../extension/host/bench/openaiHttpTarget.js";
 import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
@@ -66,7 +67,7 @@ const {values} = parseArgs({options: {
     repeats: {type: "string", default: "3"},
     quick: {type: "boolean", default: false},
     ["kernels-only"]: {type: "boolean", default: false},
-    dtype: {type: "string", default: "f16"}
+    dtype: {type: "string"}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -74,10 +75,7 @@ const repeats = quick ? 1 : Number(values.repeats);
 if (!Number.isSafeInteger(repeats) || repeats < 1)
     throw new Error(`--repeats must be an integer >= 1, got ${values.repeats}`);
 
-const isDtype = (value: string): value is DemoModelDtype => (demoModelDtypes as readonly string[]).includes(value);
-if (!isDtype(values.dtype))
-    throw new Error(`--dtype must be one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
-const dtype: DemoModelDtype = values.dtype;
+const dtype = choiceValue("dtype", values.dtype, demoModelDtypes, "f16");
 
 const workload = {model: `demo small (textOnly, ${dtype})`, numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
     threads: 1, parallel: 4, contextPerSequence: 4096};
