@@ -9,17 +9,23 @@ import {errorMessage} from "../common/errorMessage.js";
 import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";
-import {StepBarrier} from "./stepBarrier.js";
+import {type StepMember, StepBarrier} from "./stepBarrier.js";
 import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
 /**
- * How long sampled tokens may wait for the rest of their step before they go out anyway: the samples of
- * one batch end within a fraction of a millisecond of each other (each sequence's in its own native task);
- * a request whose prompt evaluates in a later batch can take seconds.
+ * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
+ * they go out anyway: that prompt may be evaluating in a later batch, which can take seconds.
  */
-const maxFlushHoldMs = 5;
+const maxFlushHoldForPromptMs = 5;
+
+/**
+ * How long sampled tokens may wait for members whose work went in the same batch: their samples end within a
+ * fraction of a millisecond of each other (each sequence's in its own native task), but a busy event loop
+ * (the extension host's, in in-process mode) can deliver one several ms later. A bound, not an expected wait.
+ */
+const maxFlushHoldForSamplesMs = 250;
 
 /** Receives every message the engine sends to the host. */
 export type EngineSink = (message: EngineToHost) => void;
@@ -78,8 +84,11 @@ export class Engine {
     /** Running requests that have their first token (members of the steps that decode). */
     private decoding = 0;
     private flushScheduled = false;
-    /** A flush found the step incomplete: it goes out when the step is (`onStepEnd`), or at this timer. */
-    private heldFlush: NodeJS.Timeout | undefined;
+    /**
+     * A flush found the step incomplete: it goes out when the step is (`onStepEnd`), or at this timer,
+     * which bounds the wait for samples in flight (long) or for a prompt submitted later (short).
+     */
+    private heldFlush: {timer: NodeJS.Timeout, forSamples: boolean} | undefined;
     private disposed = false;
     private vramTimer: NodeJS.Timeout | undefined;
 
@@ -345,7 +354,7 @@ export class Engine {
         let error: string | undefined;
         let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
-        let member = false;
+        let member: StepMember | undefined;
         let decoding = false;
         let next = reused;
         try {
@@ -359,10 +368,8 @@ export class Engine {
             // may wait for the batch in flight.
             const whole = this.decoding === 0 &&
                 (this.barrier.memberCount === 0 || input.length - next <= this.loaded.context.batchSize);
-            if (whole) {
-                this.barrier.join();
-                member = true;
-            }
+            if (whole)
+                member = this.barrier.join(order);
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
@@ -388,12 +395,11 @@ export class Engine {
                     this.prefilling--;
                 }
                 await this.barrier.nextStep(order);
-                if (request.stop === undefined) {
-                    this.barrier.join();
-                    member = true;
-                }
+                if (request.stop === undefined)
+                    member = this.barrier.join(order);
             }
-            if (request.stop === undefined) {
+            if (request.stop === undefined && member !== undefined) {
+                this.barrier.submitted(member);
                 const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
@@ -425,7 +431,9 @@ export class Engine {
                     }
                     if (request.stop === "preempt")
                         break;
-                    await this.barrier.arrive(order);
+                    const stepDone = this.barrier.arrive(member);
+                    this.rearmHeldFlush();
+                    await stepDone;
                 }
                 reason ??= request.stop === undefined ? "stop" : undefined;
             }
@@ -436,8 +444,8 @@ export class Engine {
         } finally {
             if (decoding)
                 this.decoding--;
-            if (member)
-                this.barrier.leave();
+            if (member !== undefined)
+                this.barrier.leave(member);
         }
         // With prefix caching the sequence keeps its tokens for the next request, unless generation
         // failed and its KV cache cannot be trusted.
@@ -522,7 +530,7 @@ export class Engine {
     private onStepEnd(): void {
         if (this.heldFlush === undefined)
             return;
-        clearTimeout(this.heldFlush);
+        clearTimeout(this.heldFlush.timer);
         this.heldFlush = undefined;
         this.scheduleFlush();
     }
@@ -532,19 +540,15 @@ export class Engine {
      * part of a step: while some running requests still sample this step's token, the flush waits for
      * the step, so one outputs message is one step (the iteration-tokens histogram counts per message;
      * split, a 4-request step was read as several 1- or 2-token iterations, and the host handled ~3
-     * messages per step). It waits at most `maxFlushHoldMs`: a member that has not arrived may be one
-     * whose prompt is still evaluating in a later batch, and tokens already sampled must not wait for that.
+     * messages per step). The wait is bounded (`holdFlush`).
      */
     private flush(force = false): void {
         this.flushScheduled = false;
         if (!force && this.barrier.stepInProgress) {
-            this.heldFlush ??= setTimeout(() => {
-                this.heldFlush = undefined;
-                this.flush(true);
-            }, maxFlushHoldMs);
+            this.holdFlush();
             return;
         }
-        clearTimeout(this.heldFlush);
+        clearTimeout(this.heldFlush?.timer);
         this.heldFlush = undefined;
         for (const request of this.pendingTokenRequests)
             this.takeTokens(request);
@@ -564,6 +568,33 @@ export class Engine {
         const events = this.pendingEvents;
         this.pendingEvents = [];
         this.sink({type: "outputs", events, step});
+    }
+
+    /**
+     * Holds a flush until the step ends, or a bound: long while members of the same batch have not taken
+     * this step's token (their samples are in flight; under load, a 5 ms bound alone split steps), short
+     * once only members whose prompts went in later are left (a prompt evaluating in a later batch must not
+     * delay tokens already sampled). When the bound passes, the flush waits one more turn:
+     * a blocked event loop runs due timers before the I/O callbacks that became ready meanwhile.
+     */
+    private holdFlush(): void {
+        const forSamples = this.barrier.samplesInFlight;
+        if (this.heldFlush !== undefined && (this.heldFlush.forSamples === forSamples || !this.heldFlush.forSamples))
+            return;
+        clearTimeout(this.heldFlush?.timer);
+        const timer = setTimeout(() => setImmediate(() => {
+            if (this.heldFlush?.timer !== timer)
+                return;
+            this.heldFlush = undefined;
+            this.flush(true);
+        }), forSamples ? maxFlushHoldForSamplesMs : maxFlushHoldForPromptMs);
+        this.heldFlush = {timer, forSamples};
+    }
+
+    /** A member took its token: a flush held for samples in flight may now wait only for prompts. */
+    private rearmHeldFlush(): void {
+        if (this.heldFlush?.forSamples === true && this.barrier.stepInProgress)
+            this.holdFlush();
     }
 
     private updateQueueCounters(): void {

@@ -14,12 +14,44 @@
  */
 type Waiter = {order: number, resolve: () => void};
 
+/** A running request's place in the steps. */
+export type StepMember = {
+    /** Its sequence index: the order its decode is queued in (see `arrive`). */
+    readonly order: number,
+    /** The event-loop turn its work for the current step was submitted in (Infinity: not yet). */
+    submittedTurn: number,
+    arrived: boolean
+};
+
+/**
+ * Numbers event-loop turns: work submitted to node-llama-cpp in one turn is dispatched in one batch (it
+ * dispatches on the next `setImmediate`), work submitted in a later turn may go in a later batch.
+ */
+class EventLoopTurns {
+    private turn = 0;
+    private endQueued = false;
+
+    current(): number {
+        if (!this.endQueued) {
+            this.endQueued = true;
+            setImmediate(() => {
+                this.turn++;
+                this.endQueued = false;
+            });
+        }
+        return this.turn;
+    }
+}
+
 export class StepBarrier {
-    private members = 0;
+    private readonly members = new Set<StepMember>();
+    private readonly turns = new EventLoopTurns();
     private waiting: Waiter[] = [];
     private observers: Waiter[] = [];
     /** Members that left since the last release (finished, cancelled, failed) instead of arriving. */
     private leftThisStep = 0;
+    /** The latest turn in which the work of a member that arrived or left this step was submitted. */
+    private stepTurn = -Infinity;
     private checkQueued = false;
 
     /**
@@ -37,7 +69,7 @@ export class StepBarrier {
 
     /** Requests decoding in every step. */
     get memberCount(): number {
-        return this.members;
+        return this.members.size;
     }
 
     /**
@@ -45,17 +77,39 @@ export class StepBarrier {
      * (with node-llama-cpp each sequence samples in its own native task, finishing in separate turns).
      */
     get stepInProgress(): boolean {
-        return this.waiting.length < this.members && (this.waiting.length > 0 || this.leftThisStep > 0);
+        return this.waiting.length < this.members.size && (this.waiting.length > 0 || this.leftThisStep > 0);
+    }
+
+    /**
+     * A step in progress waits for members whose work went in the same batch as the work of those that
+     * arrived: their samples are in flight and end within a fraction of a millisecond of the others'
+     * (later only when the event loop or the sampling thread is held up). Otherwise the members missing
+     * submitted their prompts later, which may evaluate in a later batch and take seconds.
+     */
+    get samplesInFlight(): boolean {
+        for (const member of this.members)
+            if (!member.arrived && member.submittedTurn <= this.stepTurn)
+                return true;
+        return false;
     }
 
     /** A request takes part in every step from now on (from the submission of its prompt's rest). */
-    join(): void {
-        this.members++;
+    join(order: number): StepMember {
+        const member: StepMember = {order, submittedTurn: Infinity, arrived: false};
+        this.members.add(member);
+        return member;
+    }
+
+    /** A member's work for the coming step (its prompt, or its prompt's rest) is being submitted now. */
+    submitted(member: StepMember): void {
+        member.submittedTurn = this.turns.current();
     }
 
     /** A request stops running (finished, cancelled, preempted, failed). */
-    leave(): void {
-        this.members--;
+    leave(member: StepMember): void {
+        if (!this.members.delete(member))
+            return;
+        this.stepTurn = Math.max(this.stepTurn, member.submittedTurn === Infinity ? -Infinity : member.submittedTurn);
         this.leftThisStep++;
         this.queueCheck();
     }
@@ -66,8 +120,10 @@ export class StepBarrier {
      * every step: llama.cpp reuses the previous step's compute graph only when the batch has the same
      * sequences in the same order, instead of building and allocating it again.
      */
-    arrive(order: number): Promise<void> {
-        const arrived = new Promise<void>((resolve) => this.waiting.push({order, resolve}));
+    arrive(member: StepMember): Promise<void> {
+        member.arrived = true;
+        this.stepTurn = Math.max(this.stepTurn, member.submittedTurn);
+        const arrived = new Promise<void>((resolve) => this.waiting.push({order: member.order, resolve}));
         this.queueCheck();
         return arrived;
     }
@@ -87,12 +143,20 @@ export class StepBarrier {
     }
 
     private releaseIfComplete(): void {
-        if (this.waiting.length < this.members)
+        if (this.waiting.length < this.members.size)
             return;
         const release = this.waiting.concat(this.observers).sort((a, b) => a.order - b.order);
         this.waiting = [];
         this.observers = [];
         this.leftThisStep = 0;
+        this.stepTurn = -Infinity;
+        // The waiters' continuations queue their next decodes in this turn: one batch.
+        const turn = this.turns.current();
+        for (const member of this.members) {
+            if (member.arrived)
+                member.submittedTurn = turn;
+            member.arrived = false;
+        }
         for (const waiter of release)
             waiter.resolve();
         this.onStepEnd();
