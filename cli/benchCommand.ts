@@ -28,7 +28,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         io.stdout(`${formatBenchTable(run.metrics, run.clientQueue)}\n`);
         warnGpuFallbacks(run.info, io);
         io.stdout(`Engine: ${run.info.backend.toUpperCase()}${run.info.gpuDevices.length > 0 ? ` (${run.info.gpuDevices.join(", ")})` : ""} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
-            `prefix cache ${run.info.prefixCache ? "on" : "off"}\n`);
+            `prefix cache ${run.info.prefixCache ? "on" : "off"} · prefill chunk ${run.info.prefillChunkTokens} tokens\n`);
         if (run.statsAgreement !== undefined)
             io.stdout(`${run.statsAgreement.detail}\n`);
         if (options.jsonPath !== undefined) {
@@ -38,6 +38,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 stats: options.stats ? "on" : "off",
                 mode: options.mode === "inProcess" ? "in-process" : "process",
                 prefix_cache: run.info.prefixCache ? "on" : "off",
+                prefill_chunk_tokens: run.info.prefillChunkTokens,
                 model_name: run.info.model.name,
                 model_path: run.info.model.path,
                 backend: run.info.backend,

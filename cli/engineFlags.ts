@@ -1,7 +1,7 @@
 /** Engine flags that more than one command takes (`bench`, `serve`, `demo`), declared once: the declaration and its reading. */
 import type {CliOption} from "./commandLine.js";
 import {defaultEngineOptions, gpuSettings, type GpuSetting} from "../protocol/engineOptions.js";
-import {choiceValue} from "./optionValues.js";
+import {choiceValue, integerValue} from "./optionValues.js";
 
 /** `--prefix-cache on|off`: EngineOptions.prefixCache (protocol/engineOptions.ts). */
 export const prefixCacheFlag = {
@@ -12,6 +12,18 @@ export const prefixCacheFlag = {
 /** EngineOptions.prefixCache from `--prefix-cache`; throws UsageError for anything but on/off. */
 export function prefixCacheValue(raw: string | undefined): boolean {
     return choiceValue("prefix-cache", raw, ["on", "off"], "on") === "on";
+}
+
+/** `--prefill-chunk N`: EngineOptions.prefillChunkTokens (the VS Code setting `inferenceMonitor.prefillChunkTokens`). */
+export const prefillChunkFlag = {
+    type: "string", placeholder: "N",
+    description: "chunked prefill: prompt tokens evaluated per step while other requests decode, like vLLM's --max-num-batched-tokens " +
+        "(default 128 on the CPU, 512 on a GPU; larger: lower TTFT, higher ITL of the others while a prompt goes in)"
+} as const satisfies CliOption;
+
+/** EngineOptions.prefillChunkTokens from `--prefill-chunk` (undefined: the backend's default); throws UsageError for a bad value. */
+export function prefillChunkValue(raw: string | undefined): number | undefined {
+    return raw === undefined ? undefined : integerValue("prefill-chunk", raw, 0, 1, 1 << 20);
 }
 
 /** `--gpu auto|cuda|vulkan|metal|off`: EngineOptions.gpu (the VS Code setting `inferenceMonitor.gpu`). */

@@ -2,7 +2,7 @@
 import {defaultApiPort, defaultMaxWaiting} from "../extension/host/openai/apiServer.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
-import {gpuFlag, gpuValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import {gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
 import {integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
@@ -21,6 +21,7 @@ export const serveCommandLine = {
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: half the cores, at least 1)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache in tokens, shared by the sequences (default 4096)"},
         "prefix-cache": prefixCacheFlag,
+        "prefill-chunk": prefillChunkFlag,
         "gpu": gpuFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
@@ -31,7 +32,7 @@ export const serveCommandLine = {
 
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
-    prefixCache: boolean, gpu: GpuSetting, maxWaiting: number, logIntervalS: number, inProcess: boolean
+    prefixCache: boolean, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number, inProcess: boolean
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -51,6 +52,8 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
     if (values.model !== undefined) options.modelPath = values.model;
     if (values.parallel !== undefined) options.parallel = integerValue("parallel", values.parallel, 4, 1, 256);
     if (values.threads !== undefined) options.threads = integerValue("threads", values.threads, 1, 1, 1024);
+    const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
+    if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 16, 1 << 22);
     return options;
 }

@@ -28,7 +28,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.parallel !== undefined ? {parallel: options.parallel} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
-        ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {})
+        ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {}),
+        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {})
     });
     pipeline.attach(client);
     let readyAt: number | undefined;
@@ -53,7 +54,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         readyAt = Date.now();
         warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
-            `prefix cache ${info.prefixCache ? "on" : "off"}. Ctrl-C stops.\n`);
+            `prefix cache ${info.prefixCache ? "on" : "off"}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await server.close();

@@ -131,7 +131,8 @@ export class Engine {
         const prefillBudget = options.prefillChunkTokens ?? defaultPrefillChunkTokens(loaded.info.backend);
         const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget,
             options.maxWaitingRequests ?? defaultEngineOptions.maxWaitingRequests);
-        const info: EngineInfo = {...loaded.info, statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
+        const info: EngineInfo = {...loaded.info, prefillChunkTokens: prefillBudget,
+            statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
             stats.setVram(info.vramUsedBytes, info.vramTotalBytes);
             if (info.backend !== "cpu")

@@ -13,7 +13,7 @@ export type LoadedModel = {
     llama: Llama,
     model: LlamaModel,
     context: LlamaContext,
-    info: Omit<EngineInfo, "statsIntervalMs">
+    info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">
 };
 
 /**

@@ -104,6 +104,8 @@ export type EngineInfo = {
     threads: number,
     /** Whether a request reuses the KV cache of the longest matching prefix left on a free sequence. */
     prefixCache: boolean,
+    /** Chunked prefill's budget in effect: prompt tokens per step while other requests decode (EngineOptions.prefillChunkTokens). */
+    prefillChunkTokens: number,
     statsIntervalMs: number,
     loadMs: number
 };
@@ -301,6 +303,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         parallel: expectInteger(obj, "parallel", "info"),
         threads: expectInteger(obj, "threads", "info"),
         prefixCache: expectBoolean(obj, "prefixCache", "info"),
+        prefillChunkTokens: expectInteger(obj, "prefillChunkTokens", "info"),
         statsIntervalMs: expectNumber(obj, "statsIntervalMs", "info"),
         loadMs: expectNumber(obj, "loadMs", "info")
     };

@@ -1,9 +1,10 @@
 /**
- * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, engine state ("stalled for 3.2 s"
- * while stalled) and uptime; while an engine loads, "loading…" with the model before it, and no uptime. Each value
- * element carries `data-field="<name>"`. Watching servers (`target`), it names their models and kinds instead, lists
- * each server with its state ("unreachable since 12:03:04"), and shows what the numbers cannot say (`data-field="notes"`);
- * for our engine, the notes name a GPU backend it skipped for failing the self-test, and why.
+ * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, chunked prefill's budget,
+ * engine state ("stalled for 3.2 s" while stalled) and uptime; while an engine loads, "loading…" with the model
+ * before it, and no uptime. Each value element carries `data-field="<name>"`. Watching servers (`target`), it names
+ * their models and kinds instead, lists each server with its state ("unreachable since 12:03:04"), and shows what the
+ * numbers cannot say (`data-field="notes"`); for our engine, the notes name a GPU backend it skipped for failing the
+ * self-test, and why.
  */
 import {el, setText} from "./dom.js";
 import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
@@ -13,7 +14,8 @@ import {backendNames, describeGpuFallback} from "../common/gpuBackendText.js";
 
 const fields = [
     ["model", "Model"], ["backend", "Backend"], ["gpu", "GPU"], ["vram", "VRAM"], ["context", "Context"],
-    ["sequences", "Sequences"], ["prefixCache", "Prefix cache"], ["uptime", "Uptime"], ["servers", "Servers"]
+    ["sequences", "Sequences"], ["prefixCache", "Prefix cache"], ["prefillChunk", "Prefill chunk"],
+    ["uptime", "Uptime"], ["servers", "Servers"]
 ] as const;
 type FieldName = typeof fields[number][0];
 
@@ -68,6 +70,7 @@ export class Header {
         this.set("context", engine === null ? "–" : `${formatNumber(engine.contextSize)} tokens`);
         this.set("sequences", engine === null ? "–" : formatNumber(engine.parallel));
         this.set("prefixCache", engine === null ? "–" : engine.prefixCache ? "on" : "off");
+        this.set("prefillChunk", engine === null ? "–" : `${formatNumber(engine.prefillChunkTokens)} tokens/step`);
         const startedAt = store.engineStartedAt;
         this.set("uptime", startedAt === undefined || loading ? "–" : formatDuration(hostNow - startedAt));
     }
@@ -84,6 +87,7 @@ export class Header {
         this.set("context", "–");
         this.set("sequences", "–");
         this.set("prefixCache", "–");
+        this.set("prefillChunk", "–");
         this.set("uptime", "–");
         this.set("servers", replicas.map((r) => {
             if (r.status === "connecting")

@@ -151,7 +151,8 @@ export class EngineController implements vscode.Disposable {
             this.log.info(`Engine ready: ${info.model.name} ` +
                 `(${info.model.architecture}, ${formatParams(info.model.parameterCount)} params, ${info.model.quantization}) ` +
                 `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
-                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, loaded in ${formatDuration(info.loadMs)}, ` +
+                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
+                `prefill chunk ${info.prefillChunkTokens} tokens, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();
             for (const fallback of info.gpuFallbacks) {
@@ -253,7 +254,7 @@ export class EngineController implements vscode.Disposable {
         } catch (error) {
             this.reportPipelineError(error);
         }
-        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "engineMode", "statsIntervalMs"]
+        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "engineMode", "statsIntervalMs"]
             .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
         if (needsRestart && this.client !== undefined) {
             const loading = this.client.state === "loading";
@@ -281,7 +282,8 @@ export class EngineController implements vscode.Disposable {
 
 function describeSettings(settings: MonitorSettings): string {
     return `${settings.engineMode} mode, gpu ${settings.gpu}, context ${settings.contextSize}, ${settings.parallelSequences} sequences, ` +
-        `threads ${settings.threads === 0 ? "default" : settings.threads}, stats every ${settings.statsIntervalMs} ms`;
+        `threads ${settings.threads === 0 ? "default" : settings.threads}, ` +
+        `prefill chunk ${settings.prefillChunkTokens === 0 ? "default" : settings.prefillChunkTokens}, stats every ${settings.statsIntervalMs} ms`;
 }
 
 function firstLine(text: string): string {

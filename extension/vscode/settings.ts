@@ -10,6 +10,9 @@ export const configSection = "inferenceMonitor";
 /** The monitoring proxy's default port: the CLI's (`proxy --port`), next to serve's 8719 and watch's 8720. */
 const defaultProxyPort = 8721;
 
+/** The engine's own bound on EngineOptions.prefillChunkTokens (protocol/engineOptions.ts checkEngineOptions). */
+const maxPrefillChunkTokens = 1 << 20;
+
 /** The extension's settings, read live (every call reads the current configuration). */
 export type MonitorSettings = {
     modelPath: string,
@@ -17,6 +20,8 @@ export type MonitorSettings = {
     contextSize: number,
     parallelSequences: number,
     threads: number,
+    /** Chunked prefill's prompt tokens per step (EngineOptions.prefillChunkTokens); 0 = the backend's default. */
+    prefillChunkTokens: number,
     engineMode: EngineMode,
     statsIntervalMs: number,
     logIntervalS: number,
@@ -45,6 +50,7 @@ export function readSettings(): MonitorSettings {
         contextSize: Math.max(128, Math.floor(config.get<number>("contextSize", 4096))),
         parallelSequences: Math.min(64, Math.max(1, Math.floor(config.get<number>("parallelSequences", 4)))),
         threads: Math.max(0, Math.floor(config.get<number>("threads", 0))),
+        prefillChunkTokens: Math.min(maxPrefillChunkTokens, Math.max(0, Math.floor(config.get<number>("prefillChunkTokens", 0)))),
         engineMode: mode === "inProcess" ? "inProcess" : "process",
         statsIntervalMs: Math.max(0, Math.floor(config.get<number>("statsIntervalMs", 1000))),
         logIntervalS: Math.max(0, config.get<number>("logIntervalS", 10)),
@@ -94,6 +100,7 @@ export function engineClientOptions(settings: MonitorSettings, modelPath: string
         statsIntervalMs: settings.statsIntervalMs,
         cacheDir,
         ...(settings.threads > 0 ? {threads: settings.threads} : {}),
+        ...(settings.prefillChunkTokens > 0 ? {prefillChunkTokens: settings.prefillChunkTokens} : {}),
         ...(modelPath !== undefined ? {modelPath} : {})
     };
 }

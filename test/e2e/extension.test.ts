@@ -118,7 +118,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             extraVsixPaths: [fixtureVsix("lm-client")],
             workspaceDir,
             settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort,
-                "inferenceMonitor.proxy.port": proxyPort}
+                "inferenceMonitor.proxy.port": proxyPort, "inferenceMonitor.prefillChunkTokens": 48}
         });
         browser = await launchBrowser({viewport: {width: 1600, height: 1000}});
         page = browser.page;
@@ -144,6 +144,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             const frame = webviewFrame(page);
             await frame.locator('[data-metric="completed"]').first().waitFor({state: "visible", timeout: 30_000});
             const before = await waitForTile(frame, "completed", (value) => Number.isFinite(value));
+            // inferenceMonitor.prefillChunkTokens reached the engine: the budget it reports running with.
+            await frame.locator("[data-field=prefillChunk]", {hasText: "48 tokens/step"}).first().waitFor({state: "visible", timeout: 15_000});
 
             const models = await fetch(`${apiBase()}/models`);
             assert.equal(models.status, 200);

@@ -13,6 +13,7 @@ import {describe, test} from "node:test";
 import WebSocket from "ws";
 import {bundledEntryPath} from "../../engine/bundlePaths.js";
 import {rawDataToString} from "../../extension/host/net/rawData.js";
+import {defaultPrefillChunkTokens} from "../../protocol/engineOptions.js";
 import {expectedBackend} from "../helpers/expectedBackend.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 import {assertBenchResult, assertTableMatches} from "./benchResultChecks.js";
@@ -54,7 +55,7 @@ describe("inference-monitor bench", () => {
                 const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-bench-")), "result.json");
                 const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "6", "--input-len", "8", "--output-len", "9",
                     "--max-concurrency", "3", "--request-rate", "40", "--num-warmups", "2", "--stats", stats, "--stats-interval-ms", "200", "--json", json,
-                    ...(mode === "in-process" ? ["--in-process", "--prefix-cache", "off"] : [])]);
+                    ...(mode === "in-process" ? ["--in-process", "--prefix-cache", "off"] : ["--prefill-chunk", "48"])]);
                 assert.equal(run.code, 0, run.stderr);
                 assert.match(run.stdout, /Serving Benchmark Result/);
                 assert.match(run.stdout, /Successful requests:\s+6\n/);
@@ -72,6 +73,10 @@ describe("inference-monitor bench", () => {
                 assert.equal(result.stats, stats);
                 assert.equal(result.mode, mode);
                 assert.equal(result.prefix_cache, mode === "in-process" ? "off" : "on");
+                // The budget the engine reports it runs with: the flag's, or the backend's default.
+                const chunk = mode === "in-process" ? defaultPrefillChunkTokens(expectedBackend()) : 48;
+                assert.equal(result.prefill_chunk_tokens, chunk);
+                assert.match(run.stdout, new RegExp(`· prefill chunk ${chunk} tokens\n`));
                 assert.equal(result.backend, expectedBackend());
                 if (stats === "on") {
                     assert.equal(result.stats_agree, true);
@@ -86,7 +91,8 @@ describe("inference-monitor bench", () => {
     test("bad flags and values: usage and exit code 2", async () => {
         for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"], ["bench", "--num-warmups", "-1"],
             ["bench", "--random-range-ratio", "1"], ["bench", "--random-range-ratio", "-0.1"], ["bench", "--random-range-ratio", "half"],
-            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"], ["demo", "--gpu", "CUDA"],
+            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"],
+            ["bench", "--prefill-chunk", "0"], ["serve", "--prefill-chunk", "lots"], ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefill-chunk", "64"], ["demo", "--gpu", "CUDA"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
             ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {

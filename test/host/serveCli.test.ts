@@ -13,7 +13,8 @@ describe("inference-monitor serve", () => {
     test("serves the API, /metrics, /health and the dashboard on one port until SIGINT", async () => {
         let checked: Promise<void> | undefined;
         let failure: Error | undefined;
-        const run = await runCli(["serve", "--model", await tinyModelPath(), "--port", "0", "--threads", "1", "--context-size", "512", "--parallel", "2"], {
+        const run = await runCli(["serve", "--model", await tinyModelPath(), "--port", "0", "--threads", "1", "--context-size", "512", "--parallel", "2",
+            "--prefill-chunk", "40"], {
             onStdout: (text, child) => {
                 if (checked !== undefined || !text.includes("Ready:"))
                     return;
@@ -43,6 +44,7 @@ describe("inference-monitor serve", () => {
         assert.equal(run.code, 0, run.stderr);
         assert.match(run.stdout, /OpenAI-compatible API: http:\/\/127\.0\.0\.1:\d+\/v1\n/);
         assert.match(run.stdout, /Stopping/);
+        assert.match(run.stdout, /^Ready: .*, prefill chunk 40 tokens\. Ctrl-C stops\.$/m);
     });
 
     test("a port in use is a clear error naming the flag, exit 1; a network bind without a key is refused", async () => {

@@ -14,6 +14,7 @@ import type {Page} from "playwright-core";
 import {DashboardServer, type DashboardStatsSource} from "../../extension/host/dashboard/dashboardServer.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
+import {defaultPrefillChunkTokens} from "../../protocol/engineOptions.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import type {ClientStatsView, StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {encodeMessage, ReadyMessage} from "../../protocol/panelMessages.js";
@@ -208,6 +209,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.equal(header.context, "1024 tokens");
         assert.equal(header.sequences, "4");
         assert.equal(header.prefixCache, "on");
+        assert.equal(header.prefillChunk, `${defaultPrefillChunkTokens(expectedBackend())} tokens/step`);
         assert.match(header.uptime!, /^1m \d\ds$/);
         assert.match(header.state!, /^(idle|busy)$/);
     });

@@ -62,7 +62,8 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         demoModelSize: options.demoModelSize,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
-        ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {})
+        ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {}),
+        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {})
     });
     const info = await client.start();
     let session: StatsSession | undefined;
