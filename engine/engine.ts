@@ -69,7 +69,7 @@ const defaultTemperature = 0.8;
 export class Engine {
     private readonly slots: Slot[];
     private readonly queue = new WaitingQueue<ActiveRequest>();
-    private readonly barrier = new StepBarrier(() => this.onStepEnd());
+    private readonly barrier: StepBarrier;
     private readonly requests = new Map<string, ActiveRequest>();
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
@@ -102,6 +102,7 @@ export class Engine {
         /** Requests that may wait at once (EngineOptions.maxWaitingRequests). */
         private readonly maxWaiting: number
     ) {
+        this.barrier = new StepBarrier(loaded.context.batchSize, () => this.onStepEnd());
         this.sequenceCapacity = loaded.context.contextSize;
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
         this.slots = Array.from(
@@ -388,6 +389,7 @@ export class Engine {
                         if (request.stop !== undefined || size <= 0)
                             break;
                         const part = input.slice(next, next + size);
+                        this.barrier.submittedChunk(part.length);
                         await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
                         this.stepTokens += part.length;
                         next += part.length;
@@ -400,7 +402,7 @@ export class Engine {
                     member = this.barrier.join(order);
             }
             if (request.stop === undefined && member !== undefined) {
-                this.barrier.submitted(member);
+                this.barrier.submitted(member, input.length - next);
                 const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),

@@ -24,28 +24,43 @@ export type StepMember = {
 };
 
 /**
- * Numbers event-loop turns: work submitted to node-llama-cpp in one turn is dispatched in one batch (it
- * dispatches on the next `setImmediate`), work submitted in a later turn may go in a later batch.
+ * Numbers event-loop turns and counts the tokens submitted in each: node-llama-cpp dispatches what was
+ * queued in one turn (on the next `setImmediate`) as one batch when it fits the batch size, so work
+ * submitted in one turn that fits is evaluated together; work of a later turn, or of a turn that
+ * overflowed, may be evaluated in a later batch.
  */
-class EventLoopTurns {
+class SubmissionTurns {
     private turn = 0;
     private endQueued = false;
+    /** Tokens submitted in recent turns (older ones are forgotten: a member that old is not in this batch). */
+    private readonly tokens = new Map<number, number>();
 
-    current(): number {
+    constructor(private readonly batchSize: number) {}
+
+    /** The current turn, with `tokens` more submitted in it. */
+    submit(tokens: number): number {
         if (!this.endQueued) {
             this.endQueued = true;
             setImmediate(() => {
                 this.turn++;
                 this.endQueued = false;
+                this.tokens.delete(this.turn - 16);
             });
         }
+        this.tokens.set(this.turn, (this.tokens.get(this.turn) ?? 0) + tokens);
         return this.turn;
+    }
+
+    /** Whether what was submitted in `turn` went in one batch. */
+    fitOneBatch(turn: number): boolean {
+        const tokens = this.tokens.get(turn);
+        return tokens !== undefined && tokens <= this.batchSize;
     }
 }
 
 export class StepBarrier {
     private readonly members = new Set<StepMember>();
-    private readonly turns = new EventLoopTurns();
+    private readonly turns: SubmissionTurns;
     private waiting: Waiter[] = [];
     private observers: Waiter[] = [];
     /** Members that left since the last release (finished, cancelled, failed) instead of arriving. */
@@ -58,7 +73,9 @@ export class StepBarrier {
      * `onStepEnd`: called whenever every member has arrived or left (a release, or nobody running), after
      * the waiters are resolved (their continuations run after it).
      */
-    constructor(private readonly onStepEnd: () => void = () => undefined) {}
+    constructor(batchSize: number, private readonly onStepEnd: () => void = () => undefined) {
+        this.turns = new SubmissionTurns(batchSize);
+    }
 
     /** Resolves at the next release (at once when nobody is running): when to start a prefill. `order`: see `arrive`. */
     nextStep(order: number): Promise<void> {
@@ -84,11 +101,12 @@ export class StepBarrier {
      * A step in progress waits for members whose work went in the same batch as the work of those that
      * arrived: their samples are in flight and end within a fraction of a millisecond of the others'
      * (later only when the event loop or the sampling thread is held up). Otherwise the members missing
-     * submitted their prompts later, which may evaluate in a later batch and take seconds.
+     * submitted their prompts later, or in a turn whose work overflowed one batch: those may evaluate in a
+     * later batch and take seconds.
      */
     get samplesInFlight(): boolean {
         for (const member of this.members)
-            if (!member.arrived && member.submittedTurn <= this.stepTurn)
+            if (!member.arrived && member.submittedTurn <= this.stepTurn && this.turns.fitOneBatch(member.submittedTurn))
                 return true;
         return false;
     }
@@ -100,9 +118,14 @@ export class StepBarrier {
         return member;
     }
 
-    /** A member's work for the coming step (its prompt, or its prompt's rest) is being submitted now. */
-    submitted(member: StepMember): void {
-        member.submittedTurn = this.turns.current();
+    /** A member's work for the coming step (its prompt, or its prompt's rest: `tokens`) is being submitted now. */
+    submitted(member: StepMember, tokens: number): void {
+        member.submittedTurn = this.turns.submit(tokens);
+    }
+
+    /** Tokens of a request that is not a member yet (a prefill chunk) are being submitted now, in the batch of this turn. */
+    submittedChunk(tokens: number): void {
+        this.turns.submit(tokens);
     }
 
     /** A request stops running (finished, cancelled, preempted, failed). */
@@ -150,8 +173,8 @@ export class StepBarrier {
         this.observers = [];
         this.leftThisStep = 0;
         this.stepTurn = -Infinity;
-        // The waiters' continuations queue their next decodes in this turn: one batch.
-        const turn = this.turns.current();
+        // The waiters' continuations queue their next decodes in this turn (one token each): one batch.
+        const turn = this.turns.submit(this.members.size);
         for (const member of this.members) {
             if (member.arrived)
                 member.submittedTurn = turn;

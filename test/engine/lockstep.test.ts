@@ -100,6 +100,29 @@ describe("one outputs message per step (engine)", () => {
         }
     });
 
+    test("a burst that overflows one batch: the first tokens of the prompts that fit go out without waiting for the rest", async () => {
+        // Both prompts are submitted in one turn, but together they exceed the batch: node-llama-cpp evaluates A's
+        // (short) prompt and part of B's, samples A's first token, and evaluates the rest of B's in the next batch.
+        const engine = await EngineUnderTest.start({parallel: 4, prefixCache: false});
+        try {
+            const a = engine.send({prompt: sentence, maxTokens: 4, ignoreEos: true, temperature: 0});
+            const b = engine.send({prompt: sentence.repeat(12), maxTokens: 4, ignoreEos: true, temperature: 0});
+            const [outcomeA, outcomeB] = await Promise.all([a.done, b.done]);
+            const batchSize = 512; // node-llama-cpp's default: min(context size × sequences, 512)
+            assert.ok(outcomeA.finished.promptTokens + outcomeB.finished.promptTokens > batchSize,
+                `${outcomeA.finished.promptTokens} + ${outcomeB.finished.promptTokens} prompt tokens fit one batch of ${batchSize}: the test's premise does not hold`);
+            const firstToken = (id: string) => engine.events.find((e) => e.kind === "tokens" && e.id === id);
+            const sentAt = (id: string) => engine.stepTimes[engine.steps.findIndex((events) => events.some((e) => e.kind === "tokens" && e.id === id))]!;
+            const aFirst = firstToken(a.id), bFirst = firstToken(b.id);
+            assert.ok(aFirst?.kind === "tokens" && bFirst?.kind === "tokens");
+            assert.ok(aFirst.times[0]! < bFirst.times[0]!, "B's first token came first: the test's premise does not hold");
+            assert.ok(sentAt(a.id) < bFirst.times[0]!, `A's first token (sampled ${(bFirst.times[0]! - aFirst.times[0]!).toFixed(1)} ms before B's) ` +
+                `went out ${(sentAt(a.id) - bFirst.times[0]!).toFixed(1)} ms after B's was sampled`);
+        } finally {
+            await engine.engine.dispose();
+        }
+    });
+
     test("tokens already sampled do not wait for a prompt that evaluates in a later batch", async () => {
         // A's prompt is in flight when B arrives; B's prompt (under one batch) goes in whole and B joins the
         // steps, so A's second token waits for B's first. A's first token is sampled, though, and goes out
