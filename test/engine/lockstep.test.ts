@@ -44,6 +44,17 @@ for (const mode of ["process", "inProcess"] as const) describe(`lockstep (${mode
     });
 });
 
+/** A's first token was sampled before B's and went out (its outputs message) before B's was sampled: it did not wait for B's batch. */
+function assertFirstTokenSentBefore(engine: EngineUnderTest, a: string, b: string): void {
+    const firstToken = (id: string) => engine.events.find((e) => e.kind === "tokens" && e.id === id);
+    const sentAt = (id: string) => engine.stepTimes[engine.steps.findIndex((events) => events.some((e) => e.kind === "tokens" && e.id === id))]!;
+    const aFirst = firstToken(a), bFirst = firstToken(b);
+    assert.ok(aFirst?.kind === "tokens" && bFirst?.kind === "tokens");
+    assert.ok(aFirst.times[0]! < bFirst.times[0]!, "B's first token came first: the test's premise does not hold");
+    assert.ok(sentAt(a) < bFirst.times[0]!, `A's first token (sampled ${(bFirst.times[0]! - aFirst.times[0]!).toFixed(1)} ms before B's) ` +
+        `went out ${(sentAt(a) - bFirst.times[0]!).toFixed(1)} ms after B's was sampled`);
+}
+
 describe("lockstep (engine)", () => {
     test("requests arriving while the first one's prompt evaluates go in whole, and its second token waits for them", async () => {
         const engine = await EngineUnderTest.start({parallel: 4, prefixCache: false});
@@ -111,13 +122,7 @@ describe("one outputs message per step (engine)", () => {
             const batchSize = 512; // node-llama-cpp's default: min(context size × sequences, 512)
             assert.ok(outcomeA.finished.promptTokens + outcomeB.finished.promptTokens > batchSize,
                 `${outcomeA.finished.promptTokens} + ${outcomeB.finished.promptTokens} prompt tokens fit one batch of ${batchSize}: the test's premise does not hold`);
-            const firstToken = (id: string) => engine.events.find((e) => e.kind === "tokens" && e.id === id);
-            const sentAt = (id: string) => engine.stepTimes[engine.steps.findIndex((events) => events.some((e) => e.kind === "tokens" && e.id === id))]!;
-            const aFirst = firstToken(a.id), bFirst = firstToken(b.id);
-            assert.ok(aFirst?.kind === "tokens" && bFirst?.kind === "tokens");
-            assert.ok(aFirst.times[0]! < bFirst.times[0]!, "B's first token came first: the test's premise does not hold");
-            assert.ok(sentAt(a.id) < bFirst.times[0]!, `A's first token (sampled ${(bFirst.times[0]! - aFirst.times[0]!).toFixed(1)} ms before B's) ` +
-                `went out ${(sentAt(a.id) - bFirst.times[0]!).toFixed(1)} ms after B's was sampled`);
+            assertFirstTokenSentBefore(engine, a.id, b.id);
         } finally {
             await engine.engine.dispose();
         }
@@ -135,13 +140,7 @@ describe("one outputs message per step (engine)", () => {
             const b = engine.send({prompt: sentence.repeat(12), maxTokens: 4, ignoreEos: true, temperature: 0});
             const [, outcomeB] = await Promise.all([a.done, b.done]);
             assert.ok(outcomeB.finished.promptTokens > 400 && outcomeB.finished.promptTokens <= 512, `B's prompt: ${outcomeB.finished.promptTokens} tokens`);
-            const firstToken = (id: string) => engine.events.find((e) => e.kind === "tokens" && e.id === id);
-            const sentAt = (id: string) => engine.stepTimes[engine.steps.findIndex((events) => events.some((e) => e.kind === "tokens" && e.id === id))]!;
-            const aFirst = firstToken(a.id), bFirst = firstToken(b.id);
-            assert.ok(aFirst?.kind === "tokens" && bFirst?.kind === "tokens");
-            assert.ok(aFirst.times[0]! < bFirst.times[0]!, "B's first token came first: the test's premise does not hold");
-            assert.ok(sentAt(a.id) < bFirst.times[0]!, `A's first token (sampled ${(bFirst.times[0]! - aFirst.times[0]!).toFixed(1)} ms before B's) ` +
-                `went out ${(sentAt(a.id) - bFirst.times[0]!).toFixed(1)} ms after B's was sampled`);
+            assertFirstTokenSentBefore(engine, a.id, b.id);
         } finally {
             await engine.engine.dispose();
         }

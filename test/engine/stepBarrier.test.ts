@@ -9,28 +9,26 @@ import {StepBarrier} from "../../engine/stepBarrier.js";
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Two members whose prompts (`tokensA`, `tokensB`) are submitted in one turn, seen from the next turn, with A arrived. */
+async function twoPromptsInOneTurn(tokensA: number, tokensB: number): Promise<StepBarrier> {
+    const barrier = new StepBarrier(512);
+    const a = barrier.join(0), b = barrier.join(1);
+    barrier.submitted(a, tokensA);
+    barrier.submitted(b, tokensB);
+    await nextTurn();
+    assert.equal(barrier.samplesInFlight, false, "nobody has arrived: no step in progress to wait for");
+    void barrier.arrive(a);
+    assert.equal(barrier.stepInProgress, true);
+    return barrier;
+}
+
 describe("StepBarrier.samplesInFlight", () => {
     test("prompts submitted in one turn that fit one batch: once one has its token, the others' are in flight", async () => {
-        const barrier = new StepBarrier(512);
-        const a = barrier.join(0), b = barrier.join(1);
-        barrier.submitted(a, 200);
-        barrier.submitted(b, 300);
-        await nextTurn();
-        assert.equal(barrier.samplesInFlight, false, "nobody has arrived: no step in progress to wait for");
-        void barrier.arrive(a);
-        assert.equal(barrier.samplesInFlight, true);
-        assert.equal(barrier.stepInProgress, true);
+        assert.equal((await twoPromptsInOneTurn(200, 300)).samplesInFlight, true);
     });
 
     test("prompts submitted in one turn that overflow the batch: the others may come in a later batch", async () => {
-        const barrier = new StepBarrier(512);
-        const a = barrier.join(0), b = barrier.join(1);
-        barrier.submitted(a, 40);
-        barrier.submitted(b, 480);
-        await nextTurn();
-        void barrier.arrive(a);
-        assert.equal(barrier.samplesInFlight, false);
-        assert.equal(barrier.stepInProgress, true);
+        assert.equal((await twoPromptsInOneTurn(40, 480)).samplesInFlight, false);
     });
 
     test("a prompt submitted in a later turn, or not yet, is in a later batch", async () => {
