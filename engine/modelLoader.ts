@@ -4,6 +4,7 @@ import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../proto
 import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
+import {warmUpModel} from "./modelWarmUp.js";
 import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
 import {backendNames} from "../common/gpuBackendText.js";
 import {nowMs} from "../common/clock.js";
@@ -52,6 +53,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     try {
         context = await loadingWithLlamaErrors(llama, errorLevels, () =>
             model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}}));
+        await warmUpModel(model, context);
     } catch (error) {
         await model.dispose();
         throw error;
