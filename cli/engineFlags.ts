@@ -1,6 +1,6 @@
 /** Engine flags that more than one command takes (`bench`, `serve`, `demo`), declared once: the declaration and its reading. */
 import type {CliOption} from "./commandLine.js";
-import {defaultEngineOptions, gpuSettings, type GpuSetting} from "../protocol/engineOptions.js";
+import {defaultEngineOptions, gpuSettings, maxPrefillChunkTokens, type GpuSetting} from "../protocol/engineOptions.js";
 import {choiceValue, integerValue} from "./optionValues.js";
 
 /** `--prefix-cache on|off`: EngineOptions.prefixCache (protocol/engineOptions.ts). */
@@ -23,7 +23,7 @@ export const prefillChunkFlag = {
 
 /** EngineOptions.prefillChunkTokens from `--prefill-chunk` (undefined: the backend's default); throws UsageError for a bad value. */
 export function prefillChunkValue(raw: string | undefined): number | undefined {
-    return raw === undefined ? undefined : integerValue("prefill-chunk", raw, 0, 1, 1 << 20);
+    return raw === undefined ? undefined : integerValue("prefill-chunk", raw, 0, 1, maxPrefillChunkTokens);
 }
 
 /** `--gpu auto|cuda|vulkan|metal|off`: EngineOptions.gpu (the VS Code setting `inferenceMonitor.gpu`). */

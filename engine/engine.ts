@@ -582,7 +582,8 @@ export class Engine {
      */
     private holdFlush(): void {
         const forSamples = this.barrier.samplesInFlight;
-        if (this.heldFlush !== undefined && (this.heldFlush.forSamples === forSamples || !this.heldFlush.forSamples))
+        // Held already: only a long hold becomes a short one.
+        if (this.heldFlush !== undefined && (forSamples || !this.heldFlush.forSamples))
             return;
         clearTimeout(this.heldFlush?.timer);
         const timer = setTimeout(() => setImmediate(() => {

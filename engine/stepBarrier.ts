@@ -173,11 +173,10 @@ export class StepBarrier {
         this.observers = [];
         this.leftThisStep = 0;
         this.stepTurn = -Infinity;
-        // The waiters' continuations queue their next decodes in this turn (one token each): one batch.
+        // Every member arrived; their continuations queue their next decodes in this turn (one token each): one batch.
         const turn = this.turns.submit(this.members.size);
         for (const member of this.members) {
-            if (member.arrived)
-                member.submittedTurn = turn;
+            member.submittedTurn = turn;
             member.arrived = false;
         }
         for (const waiter of release)

@@ -88,6 +88,9 @@ export const defaultEngineOptions = {
     allowDebugRequests: false
 } as const satisfies Partial<EngineOptions>;
 
+/** The largest {@link EngineOptions.prefillChunkTokens} the engine accepts (the CLI flag and the VS Code setting share it). */
+export const maxPrefillChunkTokens = 1 << 20;
+
 /** Default {@link EngineOptions.prefillChunkTokens} for a backend. */
 export function defaultPrefillChunkTokens(backend: "cuda" | "vulkan" | "metal" | "cpu"): number {
     return backend === "cpu" ? 128 : 512;
@@ -107,7 +110,7 @@ export function checkEngineOptions(options: EngineOptions): void {
     positiveInt("contextSize", options.contextSize, 1 << 22);
     positiveInt("parallel", options.parallel, 256);
     positiveInt("threads", options.threads, 1024);
-    positiveInt("prefillChunkTokens", options.prefillChunkTokens, 1 << 20);
+    positiveInt("prefillChunkTokens", options.prefillChunkTokens, maxPrefillChunkTokens);
     const maxWaiting = options.maxWaitingRequests;
     if (maxWaiting !== undefined && (!Number.isInteger(maxWaiting) || maxWaiting < 0 || maxWaiting > 1 << 20))
         throw new RangeError(`maxWaitingRequests must be an integer between 0 and ${1 << 20}, got ${maxWaiting}`);

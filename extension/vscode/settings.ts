@@ -1,5 +1,5 @@
 import * as vscode from "vscode";
-import {gpuSettings, type GpuSetting} from "../../protocol/engineOptions.js";
+import {gpuSettings, maxPrefillChunkTokens, type GpuSetting} from "../../protocol/engineOptions.js";
 import {targetKinds, type TargetKind} from "../../protocol/targetView.js";
 import {isObject, isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
@@ -9,9 +9,6 @@ export const configSection = "inferenceMonitor";
 
 /** The monitoring proxy's default port: the CLI's (`proxy --port`), next to serve's 8719 and watch's 8720. */
 const defaultProxyPort = 8721;
-
-/** The engine's own bound on EngineOptions.prefillChunkTokens (protocol/engineOptions.ts checkEngineOptions). */
-const maxPrefillChunkTokens = 1 << 20;
 
 /** The extension's settings, read live (every call reads the current configuration). */
 export type MonitorSettings = {
