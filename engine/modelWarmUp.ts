@@ -3,9 +3,10 @@
  * an empty run"): otherwise the first request pays for the model's pages faulting in from the mmap'd file and
  * the backend's first compute. Measured on the 2-vCPU VM (process mode, 1 thread, a ~30-token prompt, three
  * requests in a row after each load, 4 loads each way, interleaved, demo `medium` f16, 198 MB): the first
- * request's TTFT was 180–194 ms without it and 121–125 ms with it, the next ones' 80–90 ms either way; loading
- * took ~0.1 s longer (2.3–2.4 → 2.4–2.5 s). A multi-gigabyte model has proportionally more pages to fault in.
- * (A 32-token warm-up did no better; the ~40 ms the first request still pays over the next ones lie elsewhere.)
+ * request's TTFT was 180–194 ms without it and 121–125 ms with it; loading took ~0.1 s longer (2.3–2.4 →
+ * 2.4–2.5 s). A multi-gigabyte model has proportionally more pages to fault in. With it the first request is
+ * as fast as the next ones when their prompts share no prefix (126–129 vs 124–127 ms, in process); a 32-token
+ * warm-up did no better.
  */
 import {errorMessage} from "../common/errorMessage.js";
 import type {LlamaContext, LlamaModel} from "./llamaTypes.js";

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:engine -- [--json FILE] [--models small,medium] [--tokens N] [--repeats R] [--threads T]`
+ * `npm run bench:engine -- [--json FILE] [--models small,medium] [--dtype f16|q8_0|q4_0] [--tokens N] [--repeats R] [--threads T]`
  *
  * Decode tokens/s through Engine + EngineClient (process mode, stats on) versus bare node-llama-cpp
  * `sequence.evaluate` loops on one context, with the same model, threads and context, at 1, 2, 4 and
@@ -14,7 +14,7 @@ import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {nowMs} from "../common/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
-import {ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelDtypes, ensureDemoModel, type DemoModelDtype, type DemoModelSize} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import type {RequestResult} from "../extension/host/engineClient/requestState.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
@@ -23,6 +23,7 @@ const {values} = parseArgs({
     options: {
         json: {type: "string"},
         models: {type: "string", default: "small,medium"},
+        dtype: {type: "string", default: "f16"},
         tokens: {type: "string", default: "48"},
         repeats: {type: "string", default: "3"},
         threads: {type: "string", default: "1"}
@@ -30,6 +31,9 @@ const {values} = parseArgs({
     strict: true
 });
 const models = values.models.split(",") as DemoModelSize[];
+if (!(demoModelDtypes as readonly string[]).includes(values.dtype))
+    throw new Error(`--dtype: expected one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
+const dtype = values.dtype as DemoModelDtype;
 const tokens = Number(values.tokens);
 const repeats = Number(values.repeats);
 const threads = Number(values.threads);
@@ -86,7 +90,7 @@ async function main(): Promise<void> {
     const threadResults: Array<{model: string, threads: number, tokens_per_s: number}> = [];
 
     for (const size of models) {
-        const modelPath = await ensureDemoModel({size});
+        const modelPath = await ensureDemoModel({size, dtype});
         const model = await llama.loadModel({modelPath});
         const context = await model.createContext({sequences: 8, contextSize, threads: {ideal: threads, min: 1}});
         const promptTokens = model.tokenize(prompt, false);
