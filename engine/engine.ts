@@ -12,6 +12,7 @@ import {CounterSlot} from "./stats/sharedCounters.js";
 import {type StepMember, StepBarrier} from "./stepBarrier.js";
 import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
+import {extraSampling, invalidSampling, type ExtraSampling} from "./samplingOptions.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
 /**
@@ -41,6 +42,8 @@ type ActiveRequest = {
     temperature: number,
     topP: number | undefined,
     seed: number | undefined,
+    /** Top-k, min-p, penalties, logit bias: set once the request is accepted. */
+    sampling: ExtraSampling,
     ignoreEos: boolean,
     debugBlockMs: number,
     promptTokens: Token[],
@@ -208,6 +211,7 @@ export class Engine {
             temperature: request.temperature ?? defaultTemperature,
             topP: request.topP,
             seed: request.seed,
+            sampling: {},
             ignoreEos: request.ignoreEos ?? false,
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
             promptTokens: [],
@@ -224,9 +228,12 @@ export class Engine {
         this.requests.set(active.id, active);
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
-        const invalid = invalidParameter(request, this.allowDebugRequests);
+        const invalid = invalidParameter(request, this.allowDebugRequests) ??
+            invalidSampling(request, this.loaded.info.model.vocabularySize);
         if (invalid !== undefined)
             return this.finish(active, "error", invalid, "invalid_request");
+        active.sampling = extraSampling(request, this.loaded.model, this.loaded.TokenBias, this.loaded.context.contextSize,
+            () => ({prompt: active.promptTokens, generated: active.generated}));
         // Refused before its prompt is even tokenized: a full queue costs the engine next to nothing.
         if (this.queue.length >= this.maxWaiting && !this.slots.some((slot) => slot.request === undefined))
             return this.finish(active, "error",
@@ -404,6 +411,7 @@ export class Engine {
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
                 const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
+                    ...request.sampling,
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),

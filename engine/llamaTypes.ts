@@ -5,10 +5,12 @@
 import type * as NodeLlamaCppModule from "node-llama-cpp" with {"resolution-mode": "import"};
 
 export type {
-    ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, GgufFileInfo
+    ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token, GgufFileInfo
 } from "node-llama-cpp" with {"resolution-mode": "import"};
 
 export type NodeLlamaCpp = typeof NodeLlamaCppModule;
+/** node-llama-cpp's TokenBias class (a value: it comes from the loaded module). */
+export type TokenBiasClass = NodeLlamaCpp["TokenBias"];
 
 let loaded: Promise<NodeLlamaCpp> | undefined;
 

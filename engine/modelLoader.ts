@@ -1,5 +1,5 @@
 import os from "node:os";
-import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext} from "./llamaTypes.js";
+import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type TokenBiasClass} from "./llamaTypes.js";
 import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
 import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
@@ -14,6 +14,8 @@ export type LoadedModel = {
     llama: Llama,
     model: LlamaModel,
     context: LlamaContext,
+    /** node-llama-cpp's TokenBias, for requests with a logit bias. */
+    TokenBias: TokenBiasClass,
     info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">
 };
 
@@ -31,7 +33,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const validated = await validateModelFile(modelPath);
     onProgress(0.05);
 
-    const {getLlama, LlamaLogLevel} = await importNodeLlamaCpp();
+    const {getLlama, LlamaLogLevel, TokenBias} = await importNodeLlamaCpp();
     const gpu = await chooseEngineGpu(options.gpu ?? defaultEngineOptions.gpu, options.cacheDir, options.gpuTested);
     const llama = await getLlama({gpu: gpu.backend === "cpu" ? false : gpu.backend, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false});
     const backend: GpuBackend = llama.gpu === false ? "cpu" : llama.gpu;
@@ -65,6 +67,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         llama,
         model,
         context,
+        TokenBias,
         info: {
             pid: process.pid,
             backend,
@@ -79,7 +82,8 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
                 parameterCount: validated.parameterCount,
                 quantization: validated.quantization,
                 sizeBytes: validated.sizeBytes,
-                trainContextLength: validated.contextLength ?? context.contextSize
+                trainContextLength: validated.contextLength ?? context.contextSize,
+                ...(validated.vocabSize !== undefined ? {vocabularySize: validated.vocabSize} : {})
             },
             contextSize: context.contextSize,
             parallel,

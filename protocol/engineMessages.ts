@@ -36,8 +36,19 @@ export type GenerateRequest = {
     clampMaxTokens?: boolean,
     /** Sampling temperature; 0 = greedy. Default 0.8. */
     temperature?: number,
-    /** Nucleus sampling: keep the smallest set of tokens whose probabilities add up to this (0 < topP ≤ 1). Default 1 (off). */
+    /**
+     * Nucleus sampling: keep the smallest set of tokens whose probabilities add up to this (0 < topP ≤ 1).
+     * Default 0.95 (node-llama-cpp's, llama.cpp's).
+     */
     topP?: number,
+    /** Keep only the K most likely tokens (an integer ≥ 0; 0 = all). Default 40 (node-llama-cpp's, llama.cpp's). */
+    topK?: number,
+    /** Drop tokens less likely than minP × the most likely one's probability (0 ≤ minP ≤ 1). Default 0 (off). */
+    minP?: number,
+    /** Repetition penalties; absent: none. */
+    penalties?: SamplingPenalties,
+    /** Added to the logits of these tokens before sampling (OpenAI's `logit_bias`). */
+    logitBias?: LogitBias[],
     seed?: number,
     /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
     stop?: string[],
@@ -50,6 +61,33 @@ export type GenerateRequest = {
     /** Test-only: busy-block the engine's main thread for this many ms before scheduling (needs `allowDebugRequests`). */
     debugBlockMs?: number
 };
+
+/**
+ * Repetition penalties as llama.cpp's sampler applies them (its server's `repeat_penalty`,
+ * `presence_penalty`, `frequency_penalty`, `repeat_last_n`): over the last `lastTokens` tokens of the
+ * request's prompt and output.
+ */
+export type SamplingPenalties = {
+    /** Logits of tokens in the window are divided by this (positive ones; negative ones multiplied): > 0, 1 = off. */
+    repeat?: number,
+    /** Subtracted once from the logit of every token in the window (−2…2, as OpenAI's `presence_penalty`). */
+    presence?: number,
+    /** Subtracted from a token's logit once per time it occurs in the window (−2…2, as OpenAI's `frequency_penalty`). */
+    frequency?: number,
+    /** The window: the last N tokens (default 64, as llama.cpp's); 0 = no penalties; −1 = the sequence's whole context. */
+    lastTokens?: number
+};
+
+/** `bias` (−100…100) is added to token `token`'s logit; −100 in effect bans it, 100 in effect forces it. */
+export type LogitBias = {token: number, bias: number};
+
+/** The most entries one request's `logitBias` may have, and the bound of each bias (OpenAI's: ±100). */
+export const maxLogitBiasEntries = 1024;
+export const maxLogitBias = 100;
+/** OpenAI's bound of `presence_penalty` and `frequency_penalty`. */
+export const maxAdditivePenalty = 2;
+/** The default penalty window (llama.cpp's `repeat_last_n`). */
+export const defaultPenaltyLastTokens = 64;
 
 export type HostToEngine =
     | {type: "generate", request: GenerateRequest}
@@ -84,7 +122,9 @@ export type ModelInfo = {
     parameterCount: number,
     quantization: string,
     sizeBytes: number,
-    trainContextLength: number
+    trainContextLength: number,
+    /** Tokens in the model's vocabulary (`tokenizer.ggml.tokens`); absent when the file does not list them. */
+    vocabularySize?: number
 };
 
 /** A GPU backend that failed the engine's self-test under gpu "auto", so the next one (or the CPU) was used. */
@@ -162,6 +202,21 @@ function parseChatMessage(value: unknown, index: number): ChatMessage {
     return {role: expectOneOf(obj, "role", chatRoles, what), content: expectString(obj, "content", what)};
 }
 
+function parsePenalties(value: unknown): SamplingPenalties {
+    const obj = expectObject(value, "request.penalties");
+    const what = "request.penalties";
+    const penalties: SamplingPenalties = {};
+    const repeat = optionalNumber(obj, "repeat", what);
+    if (repeat !== undefined) penalties.repeat = repeat;
+    const presence = optionalNumber(obj, "presence", what);
+    if (presence !== undefined) penalties.presence = presence;
+    const frequency = optionalNumber(obj, "frequency", what);
+    if (frequency !== undefined) penalties.frequency = frequency;
+    const lastTokens = optionalInteger(obj, "lastTokens", what);
+    if (lastTokens !== undefined) penalties.lastTokens = lastTokens;
+    return penalties;
+}
+
 function parseGenerateRequest(value: unknown): GenerateRequest {
     const obj = expectObject(value, "request");
     const what = "request";
@@ -181,6 +236,17 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (temperature !== undefined) request.temperature = temperature;
     const topP = optionalNumber(obj, "topP", what);
     if (topP !== undefined) request.topP = topP;
+    const topK = optionalInteger(obj, "topK", what);
+    if (topK !== undefined) request.topK = topK;
+    const minP = optionalNumber(obj, "minP", what);
+    if (minP !== undefined) request.minP = minP;
+    if (obj.penalties !== undefined)
+        request.penalties = parsePenalties(obj.penalties);
+    if (obj.logitBias !== undefined)
+        request.logitBias = expectArray(obj, "logitBias", what, maxLogitBiasEntries).map((value, index) => {
+            const entry = expectObject(value, `request.logitBias[${index}]`);
+            return {token: expectInteger(entry, "token", `request.logitBias[${index}]`), bias: expectNumber(entry, "bias", `request.logitBias[${index}]`)};
+        });
     if (obj.stop !== undefined)
         request.stop = expectArray(obj, "stop", what, maxStopStrings).map((value, index) => {
             if (typeof value !== "string" || value === "" || value.length > maxStopLength)
@@ -283,6 +349,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
     const gpuDevices = expectArray(obj, "gpuDevices", "info", 64);
     if (!gpuDevices.every((name) => typeof name === "string"))
         throw new ProtocolError("info.gpuDevices: expected strings");
+    const vocabularySize = optionalInteger(model, "vocabularySize", "info.model");
     return {
         pid: expectInteger(obj, "pid", "info"),
         backend: expectOneOf(obj, "backend", gpuBackends, "info"),
@@ -297,7 +364,8 @@ export function parseEngineInfo(value: unknown): EngineInfo {
             parameterCount: expectNumber(model, "parameterCount", "info.model"),
             quantization: expectString(model, "quantization", "info.model"),
             sizeBytes: expectNumber(model, "sizeBytes", "info.model"),
-            trainContextLength: expectInteger(model, "trainContextLength", "info.model")
+            trainContextLength: expectInteger(model, "trainContextLength", "info.model"),
+            ...(vocabularySize !== undefined ? {vocabularySize} : {})
         },
         contextSize: expectInteger(obj, "contextSize", "info"),
         parallel: expectInteger(obj, "parallel", "info"),

@@ -4,10 +4,15 @@
  * it answers with. One declaration for the server and for the benchmark's HTTP client.
  *
  * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
- * Fields this server does not use (presence_penalty, user, tools, …) are ignored, as llama.cpp does;
- * fields whose meaning it cannot honour (n > 1, logprobs, echo) are refused with a 400 naming them.
+ * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
+ * `repeat_last_n`) are honoured too. Fields this server does not use (user, tools, …) are ignored, as
+ * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, logprobs,
+ * echo) are refused with a 400 naming them.
  */
-import {maxStopLength, maxStopStrings, type ChatMessage} from "./engineMessages.js";
+import {
+    maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxStopStrings, type ChatMessage, type LogitBias,
+    type SamplingPenalties
+} from "./engineMessages.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 /** A request the API refuses: OpenAI's error shape, with the offending field in `param`. */
@@ -35,6 +40,14 @@ export type SamplingParams = {
     maxTokens?: number,
     temperature?: number,
     topP?: number,
+    /** `top_k` (vLLM's and llama.cpp's extension); 0 = all tokens (vLLM's −1 becomes 0). */
+    topK?: number,
+    /** `min_p` (vLLM's and llama.cpp's extension). */
+    minP?: number,
+    /** `presence_penalty`, `frequency_penalty`, `repetition_penalty` (vLLM) or `repeat_penalty` and `repeat_last_n` (llama.cpp). */
+    penalties?: SamplingPenalties,
+    /** `logit_bias`: token id → bias. */
+    logitBias?: LogitBias[],
     seed?: number,
     stop: string[],
     ignoreEos: boolean,
@@ -120,6 +133,54 @@ function parseStop(value: unknown): string[] {
     });
 }
 
+/** Penalties from OpenAI's, vLLM's and llama.cpp's fields; undefined when none is given. */
+function parsePenalties(body: JsonObject): SamplingPenalties | undefined {
+    const penalties: SamplingPenalties = {};
+    const presence = optionalNumberField(body, "presence_penalty", -maxAdditivePenalty, maxAdditivePenalty, false);
+    if (presence !== undefined) penalties.presence = presence;
+    const frequency = optionalNumberField(body, "frequency_penalty", -maxAdditivePenalty, maxAdditivePenalty, false);
+    if (frequency !== undefined) penalties.frequency = frequency;
+    const repetition = optionalNumberField(body, "repetition_penalty", 0, 1e6, false);
+    const repeat = optionalNumberField(body, "repeat_penalty", 0, 1e6, false);
+    if (repetition !== undefined && repeat !== undefined && repetition !== repeat)
+        fail("repeat_penalty", `differs from repetition_penalty (${repeat} vs ${repetition}); they are the same setting, give one`);
+    const penalty = repetition ?? repeat;
+    if (penalty === 0)
+        fail(repetition !== undefined ? "repetition_penalty" : "repeat_penalty", "must be greater than 0");
+    if (penalty !== undefined) penalties.repeat = penalty;
+    const lastTokens = optionalNumberField(body, "repeat_last_n", -1, 1e9, true);
+    if (lastTokens !== undefined) penalties.lastTokens = lastTokens;
+    return Object.keys(penalties).length > 0 ? penalties : undefined;
+}
+
+/** OpenAI's `logit_bias`: an object of token ids (as strings) to biases in [−100, 100]. */
+function parseLogitBias(value: unknown): LogitBias[] | undefined {
+    if (value === undefined || value === null)
+        return undefined;
+    if (!isObject(value))
+        fail("logit_bias", "expected an object of token ids to biases");
+    const entries = Object.entries(value);
+    if (entries.length > maxLogitBiasEntries)
+        fail("logit_bias", `at most ${maxLogitBiasEntries} tokens`);
+    return entries.map(([key, bias]) => {
+        if (!/^\d{1,9}$/.test(key))
+            fail("logit_bias", `keys are token ids (non-negative integers), got ${JSON.stringify(key).slice(0, 40)}`);
+        if (typeof bias !== "number" || !(Math.abs(bias) <= maxLogitBias))
+            fail("logit_bias", `the bias of token ${key} must be a number in [−${maxLogitBias}, ${maxLogitBias}]`);
+        return {token: Number(key), bias};
+    });
+}
+
+/** Refuses a `logit_bias` naming a token the model does not have (the engine would refuse it too, without naming the field). */
+export function checkLogitBias(params: SamplingParams, vocabularySize: number | undefined): void {
+    for (const {token} of params.logitBias ?? []) {
+        if (vocabularySize === undefined)
+            fail("logit_bias", "not supported with this model: its file does not list its vocabulary");
+        if (token >= vocabularySize)
+            fail("logit_bias", `token ${token} is not in the model's vocabulary (ids 0 to ${vocabularySize - 1})`);
+    }
+}
+
 function parseSampling(body: JsonObject): SamplingParams {
     const n = optionalNumberField(body, "n", 1, 128, true);
     if (n !== undefined && n !== 1)
@@ -138,6 +199,10 @@ function parseSampling(body: JsonObject): SamplingParams {
     const topP = optionalNumberField(body, "top_p", 0, 1, false);
     if (topP === 0)
         fail("top_p", "must be greater than 0");
+    const topK = optionalNumberField(body, "top_k", -1, 1e9, true);
+    const minP = optionalNumberField(body, "min_p", 0, 1, false);
+    const penalties = parsePenalties(body);
+    const logitBias = parseLogitBias(body.logit_bias);
     const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
     if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
         fail("model", "expected a string");
@@ -145,6 +210,10 @@ function parseSampling(body: JsonObject): SamplingParams {
     if (maxTokens !== undefined) params.maxTokens = maxTokens;
     if (temperature !== undefined) params.temperature = temperature;
     if (topP !== undefined) params.topP = topP;
+    if (topK !== undefined) params.topK = Math.max(0, topK);
+    if (minP !== undefined) params.minP = minP;
+    if (penalties !== undefined) params.penalties = penalties;
+    if (logitBias !== undefined && logitBias.length > 0) params.logitBias = logitBias;
     if (seed !== undefined) params.seed = seed;
     if (typeof body.model === "string") params.model = body.model;
     return params;

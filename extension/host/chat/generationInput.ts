@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint (issue E) and VS Code's language model provider (issue H): the same
  * defaults, the same clamping to the context, the same sampling fields.
  */
-import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {EngineInfo, LogitBias, SamplingPenalties} from "../../../protocol/engineMessages.js";
 import type {GenerateInput} from "../engineClient/engineClient.js";
 
 /** Sampling fields a caller may set; absent ones keep the engine's defaults. */
@@ -11,6 +11,10 @@ export type GenerationParams = {
     maxTokens?: number | undefined,
     temperature?: number | undefined,
     topP?: number | undefined,
+    topK?: number | undefined,
+    minP?: number | undefined,
+    penalties?: SamplingPenalties | undefined,
+    logitBias?: readonly LogitBias[] | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined
@@ -35,6 +39,10 @@ export function generationInput(
         ...(params.maxTokens === undefined ? {clampMaxTokens: true} : {}),
         ...(params.temperature !== undefined ? {temperature: params.temperature} : {}),
         ...(params.topP !== undefined ? {topP: params.topP} : {}),
+        ...(params.topK !== undefined ? {topK: params.topK} : {}),
+        ...(params.minP !== undefined ? {minP: params.minP} : {}),
+        ...(params.penalties !== undefined ? {penalties: {...params.penalties}} : {}),
+        ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {})

@@ -6,7 +6,8 @@
  */
 import type http from "node:http";
 import {
-    ApiRequestError, apiErrorBody, type ApiFinishReason, type ChatCompletion, type ChatCompletionChunk, type ChatCompletionRequest,
+    ApiRequestError, apiErrorBody, checkLogitBias, type ApiFinishReason, type ChatCompletion, type ChatCompletionChunk,
+    type ChatCompletionRequest,
     type Completion, type CompletionChunk, type CompletionRequest, type SamplingParams, type Usage
 } from "../../../protocol/openaiApi.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
@@ -46,6 +47,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
     // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
     if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
         throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
+    checkLogitBias(params, info.model.vocabularySize);
     const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
     const handle = client.generate(generate);
     // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).

@@ -1,0 +1,105 @@
+/**
+ * A request's sampling fields beyond temperature, top-p and seed — top-k, min-p, repetition penalties
+ * and logit bias — checked against the model and turned into node-llama-cpp's evaluate options, once
+ * per request. A request that sets none gets no options here, so its sampler chain is node-llama-cpp's
+ * default one.
+ */
+import {
+    defaultPenaltyLastTokens, maxAdditivePenalty, maxLogitBias, type GenerateRequest, type SamplingPenalties
+} from "../protocol/engineMessages.js";
+import type {LlamaModel, SequenceEvaluateOptions, Token, TokenBiasClass} from "./llamaTypes.js";
+
+export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias">;
+
+type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias">;
+
+/** Why these fields cannot be used with a model of `vocabularySize` tokens (undefined: unknown), or undefined when they can. */
+export function invalidSampling(request: SamplingFields, vocabularySize: number | undefined): string | undefined {
+    if (request.topK !== undefined && !(Number.isInteger(request.topK) && request.topK >= 0))
+        return `topK must be an integer ≥ 0, got ${request.topK}`;
+    if (request.minP !== undefined && !(request.minP >= 0 && request.minP <= 1))
+        return `minP must be in [0, 1], got ${request.minP}`;
+    const penalties = request.penalties;
+    if (penalties?.repeat !== undefined && !(penalties.repeat > 0 && Number.isFinite(penalties.repeat)))
+        return `penalties.repeat must be > 0, got ${penalties.repeat}`;
+    for (const key of ["presence", "frequency"] as const) {
+        const value = penalties?.[key];
+        if (value !== undefined && !(Math.abs(value) <= maxAdditivePenalty))
+            return `penalties.${key} must be in [−${maxAdditivePenalty}, ${maxAdditivePenalty}], got ${value}`;
+    }
+    if (penalties?.lastTokens !== undefined && !(Number.isInteger(penalties.lastTokens) && penalties.lastTokens >= -1))
+        return `penalties.lastTokens must be an integer ≥ −1, got ${penalties.lastTokens}`;
+    for (const {token, bias} of request.logitBias ?? []) {
+        if (vocabularySize === undefined)
+            return "logitBias cannot be used with this model: its file does not list its vocabulary";
+        if (!(Number.isInteger(token) && token >= 0 && token < vocabularySize))
+            return `logitBias: token ${token} is not in the model's vocabulary (ids 0 to ${vocabularySize - 1})`;
+        if (!(Math.abs(bias) <= maxLogitBias))
+            return `logitBias: the bias of token ${token} must be in [−${maxLogitBias}, ${maxLogitBias}], got ${bias}`;
+    }
+    return undefined;
+}
+
+/** The penalty window in tokens for a sequence of `contextTokens` cells (0: no penalties). */
+function penaltyWindow(penalties: SamplingPenalties, contextTokens: number): number {
+    const lastTokens = penalties.lastTokens ?? defaultPenaltyLastTokens;
+    return lastTokens === -1 ? contextTokens : lastTokens;
+}
+
+/** The last `count` tokens of `prompt` followed by `generated`. */
+export function lastTokens(prompt: readonly Token[], generated: readonly Token[], count: number): Token[] {
+    if (count <= 0)
+        return [];
+    if (generated.length >= count)
+        return generated.slice(generated.length - count);
+    return prompt.slice(Math.max(0, prompt.length - (count - generated.length))).concat(generated);
+}
+
+/**
+ * node-llama-cpp's options for a request already checked with `invalidSampling`. `history` gives the
+ * request's prompt and output so far, read at each token (the penalties' window slides with it).
+ */
+export function extraSampling(request: SamplingFields, model: LlamaModel, TokenBias: TokenBiasClass, contextTokens: number,
+                              history: () => {prompt: readonly Token[], generated: readonly Token[]}): ExtraSampling {
+    const options: ExtraSampling = {};
+    if (request.topK !== undefined)
+        options.topK = request.topK;
+    if (request.minP !== undefined)
+        options.minP = request.minP;
+    const penalties = request.penalties;
+    const window = penalties === undefined ? 0 : penaltyWindow(penalties, contextTokens);
+    if (penalties !== undefined && window > 0 &&
+        ((penalties.repeat ?? 1) !== 1 || (penalties.presence ?? 0) !== 0 || (penalties.frequency ?? 0) !== 0))
+        options.repeatPenalty = {
+            punishTokens: () => {
+                const {prompt, generated} = history();
+                return lastTokens(prompt, generated, window);
+            },
+            // A fixed window lets node-llama-cpp slide its penalty sampler by one token per step instead of rebuilding it.
+            maxPunishTokens: window,
+            penalty: penalties.repeat ?? 1,
+            presencePenalty: penalties.presence ?? 0,
+            frequencyPenalty: penalties.frequency ?? 0
+        };
+    if (request.logitBias !== undefined && request.logitBias.length > 0) {
+        const bias = new TokenBias(model.tokenizer);
+        for (const entry of request.logitBias)
+            biasesOf(bias).set(entry.token as Token, entry.bias);
+        options.tokenBias = bias;
+    }
+    return options;
+}
+
+/**
+ * A TokenBias's own map of token → logit bias, which node-llama-cpp hands to its native sampler as is.
+ * Its `set` skips end-of-generation tokens (so that "never" cannot keep a generation from ending);
+ * OpenAI's and llama.cpp's `logit_bias` apply to every token, and biasing EOS (to ban or to favour
+ * ending) is a common use. node-llama-cpp is pinned to one version; the sampling-fields test fails
+ * if the map stops being read.
+ */
+function biasesOf(bias: InstanceType<TokenBiasClass>): Map<Token, number> {
+    const biases = (bias as unknown as {_biases?: unknown})._biases;
+    if (!(biases instanceof Map))
+        throw new Error("this node-llama-cpp's TokenBias has no bias map: logit_bias cannot be applied");
+    return biases as Map<Token, number>;
+}

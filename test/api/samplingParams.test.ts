@@ -1,0 +1,114 @@
+/**
+ * The sampling fields beyond temperature, top_p and seed, through the official `openai` client on a real
+ * engine: top_k and min_p (vLLM's and llama.cpp's), logit_bias (OpenAI's), presence/frequency penalties
+ * (OpenAI's), repetition_penalty / repeat_penalty and repeat_last_n (vLLM's, llama.cpp's). Each test
+ * compares against the same request without the field, so a field the server ignored fails it.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import OpenAI from "openai";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
+import {ApiServer} from "../../extension/host/openai/apiServer.js";
+import {tinyModelPath} from "../helpers/testModels.js";
+
+/** Fields beyond OpenAI's (the SDK passes unknown body fields through). */
+type Extra = Record<string, unknown>;
+
+describe("OpenAI-compatible endpoint: sampling fields", () => {
+    let client: EngineClient;
+    let server: ApiServer;
+    let openai: OpenAI;
+
+    before(async () => {
+        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 2, statsIntervalMs: 0, mode: "inProcess"});
+        await client.start();
+        server = await ApiServer.listen({engine: {current: () => client}, port: 0});
+        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
+    });
+    after(async () => {
+        await server.close();
+        await client.stop();
+    });
+
+    async function complete(fields: Extra): Promise<{text: string, tokens: number}> {
+        const completion = await openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 12, ignore_eos: true, ...fields} as
+            OpenAI.CompletionCreateParamsNonStreaming);
+        return {text: completion.choices[0]!.text, tokens: completion.usage!.completion_tokens};
+    }
+
+    test("top_k 1 and min_p 1 sample the most likely token: any seed at temperature 1.5 gives the greedy text", async () => {
+        const greedy = (await complete({temperature: 0})).text;
+        const free = await Promise.all([1, 2, 3].map(async (seed) => (await complete({temperature: 1.5, seed})).text));
+        assert.ok(new Set(free).size > 1 || free[0] !== greedy, `plain sampling at 1.5 should not be greedy: ${JSON.stringify(free)}`);
+        for (const seed of [1, 2, 3]) {
+            assert.equal((await complete({temperature: 1.5, seed, top_k: 1})).text, greedy, `top_k 1, seed ${seed}`);
+            assert.equal((await complete({temperature: 1.5, seed, min_p: 1})).text, greedy, `min_p 1, seed ${seed}`);
+        }
+        // vLLM's "all tokens" is −1, llama.cpp's 0: both sample freely again.
+        for (const topK of [-1, 0])
+            assert.notEqual((await complete({temperature: 1.5, seed: 1, top_k: topK})).text, greedy, `top_k ${topK}`);
+    });
+
+    test("logit_bias: +100 forces a token at any temperature; −100 bans, end-of-generation tokens included: all but one banned leaves that one", async () => {
+        const forced = await complete({temperature: 1, seed: 4, logit_bias: {300: 100}});
+        assert.equal(forced.tokens, 12);
+        const piece = forced.text.slice(0, forced.text.length / 12);
+        assert.ok(piece !== "" && forced.text === piece.repeat(12), `one piece repeated: ${JSON.stringify(forced.text)}`);
+
+        const vocabularySize = client.info?.model.vocabularySize;
+        assert.ok(vocabularySize !== undefined && vocabularySize <= 1024, `the tiny model lists its vocabulary: ${vocabularySize}`);
+        const banned: Record<string, number> = {};
+        for (let token = 0; token < vocabularySize; token++)
+            if (token !== 300) banned[token] = -100;
+        const onlyOne = await complete({temperature: 1, seed: 5, logit_bias: banned});
+        assert.equal(onlyOne.text, piece.repeat(12));
+        assert.notEqual((await complete({temperature: 1, seed: 5})).text, onlyOne.text);
+    });
+
+    test("presence, frequency and repetition penalties change greedy output over the window; repeat_last_n 0 turns them off", async () => {
+        // Eight tokens forced: greedy picks among them by the model's own logits (here it repeats one of them), so
+        // a penalty on what the window holds shows as soon as it lowers a repeated token below another.
+        const pair = {temperature: 0, max_tokens: 16, logit_bias: Object.fromEntries(Array.from({length: 8}, (_, i) => [String(300 + i), 100]))};
+        const plain = (await complete(pair)).text;
+        for (const penalty of [{frequency_penalty: 2}, {presence_penalty: 2}, {repetition_penalty: 1.5}, {repeat_penalty: 1.5}]) {
+            const penalized = (await complete({...pair, ...penalty})).text;
+            assert.notEqual(penalized, plain, `${JSON.stringify(penalty)} changed nothing: ${JSON.stringify(plain)}`);
+            assert.equal((await complete({...pair, ...penalty, repeat_last_n: 0})).text, plain, `${JSON.stringify(penalty)} with repeat_last_n 0`);
+        }
+        // The same setting under vLLM's and llama.cpp's names, and a window over the whole context.
+        assert.equal((await complete({...pair, repetition_penalty: 1.5})).text, (await complete({...pair, repeat_penalty: 1.5})).text);
+        assert.ok((await complete({...pair, frequency_penalty: 2, repeat_last_n: -1})).text !== "");
+    });
+
+    test("bad values: 400 naming the field; a token outside the vocabulary is refused before the engine", async () => {
+        const cases: Array<[Extra, string, RegExp]> = [
+            [{top_k: 1.5}, "top_k", /integer/],
+            [{min_p: 2}, "min_p", /between 0 and 1/],
+            [{presence_penalty: 3}, "presence_penalty", /between -2 and 2/],
+            [{frequency_penalty: -2.5}, "frequency_penalty", /between -2 and 2/],
+            [{repetition_penalty: 0}, "repetition_penalty", /greater than 0/],
+            [{repeat_penalty: 1.1, repetition_penalty: 1.2}, "repeat_penalty", /same setting/],
+            [{repeat_last_n: -2}, "repeat_last_n", /between -1/],
+            [{logit_bias: {abc: 1}}, "logit_bias", /token ids/],
+            [{logit_bias: {5: 101}}, "logit_bias", /\[−100, 100\]/],
+            [{logit_bias: [1, 2]}, "logit_bias", /object/],
+            [{logit_bias: {999999: 1}}, "logit_bias", /not in the model's vocabulary/]
+        ];
+        // Past the API, the engine checks again (a token outside the vocabulary would crash llama.cpp's sampler).
+        const direct = await client.generate({prompt: "Hi", maxTokens: 2, logitBias: [{token: 999_999, bias: 1}]}).done;
+        assert.equal(direct.reason, "error");
+        assert.equal(direct.errorCode, "invalid_request");
+        assert.match(direct.error ?? "", /token 999999 is not in the model's vocabulary/);
+        const penalties = await client.generate({prompt: "Hi", maxTokens: 2, penalties: {lastTokens: -3}}).done;
+        assert.match(penalties.error ?? "", /penalties.lastTokens must be an integer ≥ −1/);
+        assert.equal((await client.generate({prompt: "Hi", maxTokens: 2, ignoreEos: true}).done).generatedTokens, 2, "the engine still serves");
+        for (const [fields, param, message] of cases) {
+            await assert.rejects(complete(fields), (error: unknown) => {
+                assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(fields)}: ${String(error)}`);
+                assert.equal(error.param, param, JSON.stringify(fields));
+                assert.match(error.message, message);
+                return true;
+            });
+        }
+    });
+});
