@@ -3,7 +3,7 @@ import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import type {
-    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, StepStats
+    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, ResponseFormat, StepStats
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
@@ -13,6 +13,7 @@ import {type StepMember, StepBarrier} from "./stepBarrier.js";
 import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {extraSampling, invalidSampling, type ExtraSampling} from "./samplingOptions.js";
+import {jsonGrammarStop, ResponseFormatError, ResponseGrammars} from "./responseGrammar.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
 /**
@@ -73,6 +74,7 @@ export class Engine {
     private readonly slots: Slot[];
     private readonly queue = new WaitingQueue<ActiveRequest>();
     private readonly barrier: StepBarrier;
+    private readonly grammars: ResponseGrammars;
     private readonly requests = new Map<string, ActiveRequest>();
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
@@ -106,6 +108,7 @@ export class Engine {
         private readonly maxWaiting: number
     ) {
         this.barrier = new StepBarrier(loaded.context.batchSize, () => this.onStepEnd());
+        this.grammars = new ResponseGrammars(loaded.llama, loaded.model, loaded.LlamaGrammarEvaluationState);
         this.sequenceCapacity = loaded.context.contextSize;
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
         this.slots = Array.from(
@@ -221,7 +224,7 @@ export class Engine {
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
-            stopStrings: new StopStringMatcher(request.stop ?? []),
+            stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined ? [jsonGrammarStop] : []]),
             pendingText: "",
             pendingTimes: []
         };
@@ -239,7 +242,27 @@ export class Engine {
             return this.finish(active, "error",
                 `the engine's waiting queue is full: ${this.queue.length} requests are waiting, at most ${this.maxWaiting} may ` +
                 "(maxWaitingRequests); retry shortly", "queue_full");
+        if (request.responseFormat !== undefined)
+            void this.admitWithGrammar(active, request, request.responseFormat);
+        else
+            this.enqueue(active, request);
+    }
 
+    /** A request for JSON gets its grammar first (built once per format, milliseconds; a bad schema is refused here). */
+    private async admitWithGrammar(active: ActiveRequest, request: GenerateRequest, format: ResponseFormat): Promise<void> {
+        try {
+            active.sampling = {...active.sampling, grammarEvaluationState: await this.grammars.stateFor(format)};
+        } catch (error) {
+            return this.finish(active, "error", `responseFormat: ${errorMessage(error)}`,
+                error instanceof ResponseFormatError ? "invalid_request" : "engine_error");
+        }
+        if (this.disposed)
+            return this.finish(active, "abort", "engine shutting down");
+        this.enqueue(active, request);
+    }
+
+    /** Tokenizes an accepted request's input and queues it. */
+    private enqueue(active: ActiveRequest, request: GenerateRequest): void {
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request);
         } catch (error) {

@@ -5,12 +5,15 @@
 import type * as NodeLlamaCppModule from "node-llama-cpp" with {"resolution-mode": "import"};
 
 export type {
-    ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token, GgufFileInfo
+    ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel,
+    SequenceEvaluateOptions, Token, GgufFileInfo
 } from "node-llama-cpp" with {"resolution-mode": "import"};
 
 export type NodeLlamaCpp = typeof NodeLlamaCppModule;
 /** node-llama-cpp's TokenBias class (a value: it comes from the loaded module). */
 export type TokenBiasClass = NodeLlamaCpp["TokenBias"];
+/** node-llama-cpp's LlamaGrammarEvaluationState class (a value, as TokenBias). */
+export type LlamaGrammarEvaluationStateClass = NodeLlamaCpp["LlamaGrammarEvaluationState"];
 
 let loaded: Promise<NodeLlamaCpp> | undefined;
 

@@ -1,5 +1,5 @@
 import os from "node:os";
-import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type TokenBiasClass} from "./llamaTypes.js";
+import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type LlamaGrammarEvaluationStateClass, type TokenBiasClass} from "./llamaTypes.js";
 import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
 import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
@@ -16,6 +16,8 @@ export type LoadedModel = {
     context: LlamaContext,
     /** node-llama-cpp's TokenBias, for requests with a logit bias. */
     TokenBias: TokenBiasClass,
+    /** node-llama-cpp's grammar state, for requests with a response format. */
+    LlamaGrammarEvaluationState: LlamaGrammarEvaluationStateClass,
     info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">
 };
 
@@ -33,7 +35,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const validated = await validateModelFile(modelPath);
     onProgress(0.05);
 
-    const {getLlama, LlamaLogLevel, TokenBias} = await importNodeLlamaCpp();
+    const {getLlama, LlamaGrammarEvaluationState, LlamaLogLevel, TokenBias} = await importNodeLlamaCpp();
     const gpu = await chooseEngineGpu(options.gpu ?? defaultEngineOptions.gpu, options.cacheDir, options.gpuTested);
     const llama = await getLlama({gpu: gpu.backend === "cpu" ? false : gpu.backend, build: "never", logLevel: LlamaLogLevel.error, progressLogs: false});
     const backend: GpuBackend = llama.gpu === false ? "cpu" : llama.gpu;
@@ -68,6 +70,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         model,
         context,
         TokenBias,
+        LlamaGrammarEvaluationState,
         info: {
             pid: process.pid,
             backend,

@@ -9,7 +9,8 @@ import {
 } from "../protocol/engineMessages.js";
 import type {LlamaModel, SequenceEvaluateOptions, Token, TokenBiasClass} from "./llamaTypes.js";
 
-export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias">;
+/** What a request adds to node-llama-cpp's evaluate options (the grammar: engine/responseGrammar.ts). */
+export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState">;
 
 type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias">;
 

@@ -49,6 +49,8 @@ export type GenerateRequest = {
     penalties?: SamplingPenalties,
     /** Added to the logits of these tokens before sampling (OpenAI's `logit_bias`). */
     logitBias?: LogitBias[],
+    /** Generate JSON (OpenAI's `response_format`); absent: free text. */
+    responseFormat?: ResponseFormat,
     seed?: number,
     /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
     stop?: string[],
@@ -77,6 +79,10 @@ export type SamplingPenalties = {
     /** The window: the last N tokens (default 64, as llama.cpp's); 0 = no penalties; −1 = the sequence's whole context. */
     lastTokens?: number
 };
+
+/** Structured output: JSON (any object) or JSON that fits a schema; sampled under a grammar. */
+export type ResponseFormat = {type: "json_object"} | {type: "json_schema", schema: JsonObject};
+export const responseFormatTypes = ["json_object", "json_schema"] as const;
 
 /** `bias` (−100…100) is added to token `token`'s logit; −100 in effect bans it, 100 in effect forces it. */
 export type LogitBias = {token: number, bias: number};
@@ -242,6 +248,11 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (minP !== undefined) request.minP = minP;
     if (obj.penalties !== undefined)
         request.penalties = parsePenalties(obj.penalties);
+    if (obj.responseFormat !== undefined) {
+        const format = expectObject(obj.responseFormat, "request.responseFormat");
+        const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");
+        request.responseFormat = type === "json_object" ? {type} : {type, schema: expectObject(format.schema, "request.responseFormat.schema")};
+    }
     if (obj.logitBias !== undefined)
         request.logitBias = expectArray(obj, "logitBias", what, maxLogitBiasEntries).map((value, index) => {
             const entry = expectObject(value, `request.logitBias[${index}]`);

@@ -5,14 +5,16 @@
  *
  * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
  * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
- * `repeat_last_n`) are honoured too. Fields this server does not use (user, tools, …) are ignored, as
+ * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
+ * grammar). Fields this server does not use (user, tools, …) are ignored, as
  * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, logprobs,
  * echo) are refused with a 400 naming them.
  */
 import {
     maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxStopStrings, type ChatMessage, type LogitBias,
-    type SamplingPenalties
+    type ResponseFormat, type SamplingPenalties
 } from "./engineMessages.js";
+import {unsupportedSchemaPart} from "./jsonSchemaSubset.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 /** A request the API refuses: OpenAI's error shape, with the offending field in `param`. */
@@ -48,6 +50,8 @@ export type SamplingParams = {
     penalties?: SamplingPenalties,
     /** `logit_bias`: token id → bias. */
     logitBias?: LogitBias[],
+    /** `response_format` json_object or json_schema (`text` is the default and leaves this out). */
+    responseFormat?: ResponseFormat,
     seed?: number,
     stop: string[],
     ignoreEos: boolean,
@@ -181,6 +185,31 @@ export function checkLogitBias(params: SamplingParams, vocabularySize: number | 
     }
 }
 
+/** OpenAI's `response_format`: `text` (the default), `json_object`, or `json_schema` with the schema in `json_schema.schema`. */
+function parseResponseFormat(value: unknown): ResponseFormat | undefined {
+    if (value === undefined || value === null)
+        return undefined;
+    if (!isObject(value))
+        fail("response_format", "expected an object");
+    switch (value.type) {
+        case "text":
+            return undefined;
+        case "json_object":
+            return {type: "json_object"};
+        case "json_schema": {
+            const spec = value.json_schema;
+            if (!isObject(spec) || !isObject(spec.schema))
+                fail("response_format.json_schema", "expected {\"name\": …, \"schema\": {…}} with the JSON schema in schema");
+            const unsupported = unsupportedSchemaPart(spec.schema);
+            if (unsupported !== undefined)
+                fail("response_format.json_schema.schema", `this schema cannot be enforced ${unsupported}`);
+            return {type: "json_schema", schema: spec.schema};
+        }
+        default:
+            fail("response_format.type", `expected text, json_object or json_schema${typeof value.type === "string" ? `, got ${JSON.stringify(value.type).slice(0, 40)}` : ""}`);
+    }
+}
+
 function parseSampling(body: JsonObject): SamplingParams {
     const n = optionalNumberField(body, "n", 1, 128, true);
     if (n !== undefined && n !== 1)
@@ -203,6 +232,7 @@ function parseSampling(body: JsonObject): SamplingParams {
     const minP = optionalNumberField(body, "min_p", 0, 1, false);
     const penalties = parsePenalties(body);
     const logitBias = parseLogitBias(body.logit_bias);
+    const responseFormat = parseResponseFormat(body.response_format);
     const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
     if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
         fail("model", "expected a string");
@@ -214,6 +244,7 @@ function parseSampling(body: JsonObject): SamplingParams {
     if (minP !== undefined) params.minP = minP;
     if (penalties !== undefined) params.penalties = penalties;
     if (logitBias !== undefined && logitBias.length > 0) params.logitBias = logitBias;
+    if (responseFormat !== undefined) params.responseFormat = responseFormat;
     if (seed !== undefined) params.seed = seed;
     if (typeof body.model === "string") params.model = body.model;
     return params;

@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint (issue E) and VS Code's language model provider (issue H): the same
  * defaults, the same clamping to the context, the same sampling fields.
  */
-import type {EngineInfo, LogitBias, SamplingPenalties} from "../../../protocol/engineMessages.js";
+import type {EngineInfo, LogitBias, ResponseFormat, SamplingPenalties} from "../../../protocol/engineMessages.js";
 import type {GenerateInput} from "../engineClient/engineClient.js";
 
 /** Sampling fields a caller may set; absent ones keep the engine's defaults. */
@@ -15,6 +15,7 @@ export type GenerationParams = {
     minP?: number | undefined,
     penalties?: SamplingPenalties | undefined,
     logitBias?: readonly LogitBias[] | undefined,
+    responseFormat?: ResponseFormat | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined
@@ -43,6 +44,7 @@ export function generationInput(
         ...(params.minP !== undefined ? {minP: params.minP} : {}),
         ...(params.penalties !== undefined ? {penalties: {...params.penalties}} : {}),
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
+        ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {})

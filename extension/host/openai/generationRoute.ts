@@ -99,7 +99,8 @@ function queueFull(message: string): ApiRequestError {
 function refusal(result: RequestResult, client: EngineClient, withSuffix = false): ApiRequestError {
     const message = result.error ?? `the request ended with ${result.reason}`;
     if (result.errorCode === "invalid_request")
-        return new ApiRequestError(message, withSuffix && message.includes("suffix") ? "suffix" : null, 400);
+        return new ApiRequestError(message, message.startsWith("responseFormat:") ? "response_format"
+            : withSuffix && message.includes("suffix") ? "suffix" : null, 400);
     if (result.errorCode === "context_length_exceeded")
         return new ApiRequestError(message, "max_tokens", 400, "invalid_request_error", "context_length_exceeded");
     // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
