@@ -8,7 +8,7 @@
  * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
  * grammar). Fields this server does not use (user, tools, …) are ignored, as
  * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, logprobs,
- * echo) are refused with a 400 naming them.
+ * echo, a tool_choice that demands a tool call) are refused with a 400 naming them.
  */
 import {
     maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxStopStrings, type ChatMessage, type LogitBias,
@@ -275,6 +275,20 @@ function parseMessage(value: unknown, index: number): ChatMessage {
     return {role: role === "developer" ? "system" : role, content: parseContent(value.content, `${param}.content`, role)};
 }
 
+/**
+ * This server does not render `tools` into the prompt nor parse calls out of the output, so the model
+ * answers in text. That is a valid answer under `tool_choice` "auto" (the model may always choose not
+ * to call); one that demands a call ("required", a named function, the legacy `function_call`) is refused.
+ */
+function refuseForcedToolCalls(body: JsonObject): void {
+    const choice = body.tool_choice;
+    if (choice !== undefined && choice !== null && choice !== "auto" && choice !== "none")
+        fail("tool_choice", "tool calling is not supported: this server cannot make the model call a tool (with \"auto\" or \"none\" it answers in text)");
+    const legacy = body.function_call;
+    if (legacy !== undefined && legacy !== null && legacy !== "auto" && legacy !== "none")
+        fail("function_call", "function calling is not supported: this server cannot make the model call a function");
+}
+
 function expectBody(value: unknown): JsonObject {
     if (!isObject(value))
         throw new ApiRequestError("the request body must be a JSON object", null);
@@ -289,6 +303,7 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
         fail("messages", "expected a non-empty array");
     if (messages.length > maxMessages)
         fail("messages", `at most ${maxMessages} messages`);
+    refuseForcedToolCalls(body);
     return {...parseSampling(body), messages: messages.map(parseMessage)};
 }
 

@@ -260,12 +260,20 @@ describe("OpenAI-compatible endpoint", () => {
             [{messages: [{role: "user", content: [{type: "image_url", image_url: {url: "x"}}]}]}, "messages[0].content[0]"],
             [{messages: []}, "messages"],
             [{messages: [{role: "user", content: "hi"}], max_tokens: 0}, "max_tokens"],
-            [{messages: [{role: "user", content: "hi"}], stop: [""]}, "stop[0]"]
+            [{messages: [{role: "user", content: "hi"}], stop: [""]}, "stop[0]"],
+            // Tools are not rendered nor parsed: a request that demands a call cannot be served.
+            [{messages: [{role: "user", content: "hi"}], tools: [{type: "function", function: {name: "f"}}], tool_choice: "required"}, "tool_choice"],
+            [{messages: [{role: "user", content: "hi"}], tool_choice: {type: "function", function: {name: "f"}}}, "tool_choice"],
+            [{messages: [{role: "user", content: "hi"}], function_call: {name: "f"}}, "function_call"]
         ] as const) {
             const response = await raw(server.port, "POST", "/v1/chat/completions", JSON.stringify(body));
             assert.equal(response.status, 400, response.body);
             assert.equal(errorOf(response).param, param, response.body);
         }
+        // "auto" leaves the model free not to call: it answers in text.
+        const auto = await raw(server.port, "POST", "/v1/chat/completions", JSON.stringify({messages: [{role: "user", content: "hi"}], max_tokens: 2,
+            tools: [{type: "function", function: {name: "f", parameters: {type: "object"}}}], tool_choice: "auto"}));
+        assert.equal(auto.status, 200, auto.body);
         const badPrompt = await raw(server.port, "POST", "/v1/completions", JSON.stringify({prompt: 42}));
         assert.equal(badPrompt.status, 400);
         assert.equal(errorOf(badPrompt).param, "prompt");
