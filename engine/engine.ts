@@ -3,8 +3,10 @@ import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import type {
-    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, ResponseFormat, StepStats
+    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, ResponseFormat, StepStats,
+    TokenLogprob
 } from "../protocol/engineMessages.js";
+import {maxTopLogprobs} from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
@@ -14,6 +16,7 @@ import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {extraSampling, invalidSampling, type ExtraSampling} from "./samplingOptions.js";
 import {jsonGrammarStop, ResponseFormatError, ResponseGrammars} from "./responseGrammar.js";
+import {tokenLogprob} from "./tokenLogprobs.js";
 import {WaitingQueue} from "./waitingQueue.js";
 
 /**
@@ -56,9 +59,12 @@ type ActiveRequest = {
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
     stopStrings: StopStringMatcher,
-    /** Text and token times produced since the last flush. */
+    /** Alternatives to report per token (GenerateRequest.logprobs); undefined: no log-probabilities. */
+    logprobs: number | undefined,
+    /** Text, token times and log-probabilities produced since the last flush. */
     pendingText: string,
-    pendingTimes: number[]
+    pendingTimes: number[],
+    pendingLogprobs: TokenLogprob[]
 };
 
 const defaultTemperature = 0.8;
@@ -225,8 +231,10 @@ export class Engine {
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined ? [jsonGrammarStop] : []]),
+            logprobs: request.logprobs,
             pendingText: "",
-            pendingTimes: []
+            pendingTimes: [],
+            pendingLogprobs: []
         };
         this.requests.set(active.id, active);
         if (this.disposed)
@@ -433,15 +441,18 @@ export class Engine {
             }
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
-                const tokens = slot.sequence.evaluate(next === 0 ? input : input.slice(next), {
+                const wanted = {probabilities: request.logprobs !== undefined};
+                const tokens = slot.sequence.evaluateWithMetadata(next === 0 ? input : input.slice(next), wanted, {
                     ...request.sampling,
                     temperature: request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
                     yieldEogToken: true
                 });
-                for await (const token of tokens) {
+                for await (const output of tokens) {
                     const t = nowMs();
+                    // node-llama-cpp types `probabilities` only for a literal `true`; here it is there when asked for.
+                    const {token, probabilities} = output as {token: Token, probabilities?: Map<Token, number>};
                     if (prefillPending) {
                         prefillPending = false;
                         decoding = true;
@@ -451,6 +462,8 @@ export class Engine {
                     if (request.stop === "cancel")
                         break;
                     this.recordToken(request, token, t);
+                    if (request.logprobs !== undefined)
+                        request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
                     if (request.stopStrings.hasStopped) {
                         reason = "stop";
                         break;
@@ -535,7 +548,9 @@ export class Engine {
     /** Moves a request's pending tokens into the pending events, keeping event order per request. */
     private takeTokens(request: ActiveRequest): void {
         this.pendingTokenRequests.delete(request);
-        this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText, times: request.pendingTimes});
+        this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText, times: request.pendingTimes,
+            ...(request.logprobs !== undefined ? {logprobs: request.pendingLogprobs} : {})});
+        request.pendingLogprobs = [];
         request.pendingText = "";
         request.pendingTimes = [];
     }
@@ -656,6 +671,9 @@ function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean)
         return `temperature must be ≥ 0, got ${request.temperature}`;
     if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
         return `topP must be in (0, 1], got ${request.topP}`;
+    const logprobs = request.logprobs;
+    if (logprobs !== undefined && !(Number.isInteger(logprobs) && logprobs >= 0 && logprobs <= maxTopLogprobs))
+        return `logprobs must be an integer from 0 to ${maxTopLogprobs}, got ${request.logprobs}`;
     return undefined;
 }
 

@@ -51,6 +51,11 @@ export type GenerateRequest = {
     logitBias?: LogitBias[],
     /** Generate JSON (OpenAI's `response_format`); absent: free text. */
     responseFormat?: ResponseFormat,
+    /**
+     * Report each generated token's log-probability and this many most likely alternatives (0 to
+     * `maxTopLogprobs`) in its `tokens` events; absent: none (the cheaper path).
+     */
+    logprobs?: number,
     seed?: number,
     /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
     stop?: string[],
@@ -79,6 +84,19 @@ export type SamplingPenalties = {
     /** The window: the last N tokens (default 64, as llama.cpp's); 0 = no penalties; −1 = the sequence's whole context. */
     lastTokens?: number
 };
+
+/** One alternative at a generated token's position: its text and natural-log probability. */
+export type TopLogprob = {token: string, logprob: number};
+/**
+ * A generated token's text and natural-log probability under the distribution it was sampled from (after
+ * top-k, top-p, min-p and temperature; the model's own at temperature 0), with the `top` most likely tokens
+ * there. Impossible tokens read −9999 (JSON has no −Infinity), as OpenAI's API reports them.
+ */
+export type TokenLogprob = {token: string, logprob: number, top: TopLogprob[]};
+/** The most alternatives per token a request may ask for (OpenAI's `top_logprobs` bound). */
+export const maxTopLogprobs = 20;
+/** The floor of reported log-probabilities. */
+export const minLogprob = -9999;
 
 /** Structured output: JSON (any object) or JSON that fits a schema; sampled under a grammar. */
 export type ResponseFormat = {type: "json_object"} | {type: "json_schema", schema: JsonObject};
@@ -164,8 +182,11 @@ export type RequestEvent =
      * from an earlier request (prefix caching), so only the rest was evaluated; 0 when caching is off.
      */
     | {kind: "scheduled", id: string, t: number, cachedTokens: number}
-    /** Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their stable text. */
-    | {kind: "tokens", id: string, text: string, times: number[]}
+    /**
+     * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
+     * stable text; `logprobs[i]` token i's log-probability, for a request that asked for them.
+     */
+    | {kind: "tokens", id: string, text: string, times: number[], logprobs?: TokenLogprob[]}
     | {kind: "preempted", id: string, t: number}
     | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode};
 
@@ -248,6 +269,8 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (minP !== undefined) request.minP = minP;
     if (obj.penalties !== undefined)
         request.penalties = parsePenalties(obj.penalties);
+    const logprobs = optionalInteger(obj, "logprobs", what);
+    if (logprobs !== undefined) request.logprobs = logprobs;
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");
         const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");
@@ -308,6 +331,17 @@ export function parseHostToEngine(value: unknown): HostToEngine {
     }
 }
 
+function parseTopLogprob(value: unknown): TopLogprob {
+    const obj = expectObject(value, "event.logprobs[].top[]");
+    return {token: expectString(obj, "token", "event.logprobs[].top[]", 1000), logprob: expectNumber(obj, "logprob", "event.logprobs[].top[]")};
+}
+
+function parseTokenLogprob(value: unknown): TokenLogprob {
+    const obj = expectObject(value, "event.logprobs[]");
+    return {token: expectString(obj, "token", "event.logprobs[]", 1000), logprob: expectNumber(obj, "logprob", "event.logprobs[]"),
+        top: expectArray(obj, "top", "event.logprobs[]", maxTopLogprobs).map(parseTopLogprob)};
+}
+
 const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "finished"];
 
 function parseRequestEvent(value: unknown): RequestEvent {
@@ -316,7 +350,17 @@ function parseRequestEvent(value: unknown): RequestEvent {
     const kind = expectOneOf(obj, "kind", requestEventKinds, what);
     const id = expectString(obj, "id", what, maxIdLength);
     switch (kind) {
-        case "tokens": return {kind, id, text: expectString(obj, "text", what), times: expectNumberArray(obj, "times", what)};
+        case "tokens": {
+            const times = expectNumberArray(obj, "times", what);
+            const event: RequestEvent = {kind, id, text: expectString(obj, "text", what), times};
+            if (obj.logprobs !== undefined) {
+                const logprobs = expectArray(obj, "logprobs", what, times.length).map(parseTokenLogprob);
+                if (logprobs.length !== times.length)
+                    throw new ProtocolError(`event.logprobs: ${logprobs.length} entries for ${times.length} tokens`);
+                event.logprobs = logprobs;
+            }
+            return event;
+        }
         case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
         case "scheduled": return {kind, id, t: expectNumber(obj, "t", what), cachedTokens: expectInteger(obj, "cachedTokens", what)};
         case "finished": {

@@ -7,11 +7,11 @@
  * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
  * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
  * grammar). Fields this server does not use (user, tools, …) are ignored, as
- * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, logprobs,
- * echo, a tool_choice that demands a tool call) are refused with a 400 naming them.
+ * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, echo,
+ * a tool_choice that demands a tool call) are refused with a 400 naming them.
  */
 import {
-    maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxStopStrings, type ChatMessage, type LogitBias,
+    maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxTopLogprobs, maxStopStrings, type ChatMessage, type LogitBias,
     type ResponseFormat, type SamplingPenalties
 } from "./engineMessages.js";
 import {unsupportedSchemaPart} from "./jsonSchemaSubset.js";
@@ -52,6 +52,8 @@ export type SamplingParams = {
     logitBias?: LogitBias[],
     /** `response_format` json_object or json_schema (`text` is the default and leaves this out). */
     responseFormat?: ResponseFormat,
+    /** Alternatives per token to report with log-probabilities (chat `top_logprobs`, completions `logprobs`); undefined: none. */
+    logprobs?: number,
     seed?: number,
     stop: string[],
     ignoreEos: boolean,
@@ -71,24 +73,37 @@ export type PromptTokensDetails = {cached_tokens: number};
 export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number, prompt_tokens_details?: PromptTokensDetails};
 export type ApiFinishReason = "stop" | "length";
 
+/** A chat token's log-probability as OpenAI reports it: its text, its UTF-8 bytes, and the alternatives. */
+export type ChatTokenLogprob = {
+    token: string, logprob: number, bytes: number[],
+    top_logprobs: Array<{token: string, logprob: number, bytes: number[]}>
+};
+export type ChatLogprobs = {content: ChatTokenLogprob[], refusal: null};
+/** The legacy completions shape: parallel arrays; `text_offset` = each token's start in the generated text. */
+export type CompletionLogprobs = {
+    tokens: string[], token_logprobs: number[], top_logprobs: Array<Record<string, number>>, text_offset: number[]
+};
+
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
-    choices: [{index: 0, message: {role: "assistant", content: string}, finish_reason: ApiFinishReason, logprobs: null}],
+    choices: [{index: 0, message: {role: "assistant", content: string}, finish_reason: ApiFinishReason, logprobs: ChatLogprobs | null}],
     usage: Usage
 };
 export type ChatCompletionChunk = {
     id: string, object: "chat.completion.chunk", created: number, model: string,
-    choices: Array<{index: 0, delta: {role?: "assistant", content?: string}, finish_reason: ApiFinishReason | null, logprobs: null}>,
+    choices: Array<{
+        index: 0, delta: {role?: "assistant", content?: string}, finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
+    }>,
     usage?: Usage | null
 };
 export type Completion = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: [{index: 0, text: string, finish_reason: ApiFinishReason, logprobs: null}],
+    choices: [{index: 0, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null}],
     usage: Usage
 };
 export type CompletionChunk = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: Array<{index: 0, text: string, finish_reason: ApiFinishReason | null, logprobs: null}>,
+    choices: Array<{index: 0, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null}>,
     usage?: Usage | null
 };
 export type ModelList = {
@@ -210,12 +225,25 @@ function parseResponseFormat(value: unknown): ResponseFormat | undefined {
     }
 }
 
-function parseSampling(body: JsonObject): SamplingParams {
+/**
+ * Alternatives per token to report, undefined for none. Chat: `logprobs: true` with `top_logprobs`
+ * (0–20); completions: `logprobs: N` (OpenAI allows 0–5, vLLM up to 20: so does this server).
+ */
+function parseLogprobs(body: JsonObject, kind: "chat" | "completions"): number | undefined {
+    if (kind === "completions")
+        return optionalNumberField(body, "logprobs", 0, maxTopLogprobs, true);
+    const wanted = optionalBooleanField(body, "logprobs") ?? false;
+    const top = optionalNumberField(body, "top_logprobs", 0, maxTopLogprobs, true);
+    if (top !== undefined && !wanted)
+        fail("top_logprobs", "only with logprobs: true");
+    return wanted ? top ?? 0 : undefined;
+}
+
+function parseSampling(body: JsonObject, kind: "chat" | "completions"): SamplingParams {
     const n = optionalNumberField(body, "n", 1, 128, true);
     if (n !== undefined && n !== 1)
         fail("n", `only n = 1 is supported, got ${n}`);
-    if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false)
-        fail("logprobs", "log probabilities are not supported");
+    const logprobs = parseLogprobs(body, kind);
     const streamOptions = body.stream_options;
     if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions))
         fail("stream_options", "expected an object");
@@ -245,6 +273,7 @@ function parseSampling(body: JsonObject): SamplingParams {
     if (penalties !== undefined) params.penalties = penalties;
     if (logitBias !== undefined && logitBias.length > 0) params.logitBias = logitBias;
     if (responseFormat !== undefined) params.responseFormat = responseFormat;
+    if (logprobs !== undefined) params.logprobs = logprobs;
     if (seed !== undefined) params.seed = seed;
     if (typeof body.model === "string") params.model = body.model;
     return params;
@@ -304,7 +333,7 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
     if (messages.length > maxMessages)
         fail("messages", `at most ${maxMessages} messages`);
     refuseForcedToolCalls(body);
-    return {...parseSampling(body), messages: messages.map(parseMessage)};
+    return {...parseSampling(body, "chat"), messages: messages.map(parseMessage)};
 }
 
 /** Validates a `POST /v1/completions` body; throws ApiRequestError naming the field. */
@@ -317,7 +346,7 @@ export function parseCompletionRequest(value: unknown): CompletionRequest {
         fail("prompt", "expected a string (or an array holding one string)");
     if (body.echo === true)
         fail("echo", "echo is not supported");
-    const request: CompletionRequest = {...parseSampling(body), prompt};
+    const request: CompletionRequest = {...parseSampling(body, "completions"), prompt};
     if (body.suffix !== undefined && body.suffix !== null) {
         if (typeof body.suffix !== "string")
             fail("suffix", "expected a string");

@@ -80,6 +80,49 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         assert.ok((await complete({...pair, frequency_penalty: 2, repeat_last_n: -1})).text !== "");
     });
 
+    test("logprobs: one entry per generated token, alternatives most likely first, streamed or not, chat and completions", async () => {
+        const messages = [{role: "user" as const, content: "Tell me a story"}];
+        const chat = await openai.chat.completions.create({model: "m", messages, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3,
+            ignore_eos: true} as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        const content = chat.choices[0]!.logprobs?.content ?? [];
+        assert.equal(content.length, chat.usage!.completion_tokens);
+        for (const entry of content) {
+            assert.equal(entry.top_logprobs.length, 3);
+            assert.ok(entry.logprob <= 0 && entry.top_logprobs.every((top, i, all) => i === 0 || top.logprob <= all[i - 1]!.logprob), JSON.stringify(entry));
+            // Greedy: the token taken is the most likely one.
+            assert.equal(entry.token, entry.top_logprobs[0]!.token);
+            assert.equal(entry.logprob, entry.top_logprobs[0]!.logprob);
+            assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, "utf8")]);
+        }
+        // A token forced by logit_bias has probability ~1.
+        const forced = await complete({temperature: 1, seed: 2, logit_bias: {300: 100}, logprobs: 2});
+        assert.equal(forced.tokens, 12);
+        const forcedLogprobs = (await openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 4, temperature: 1, seed: 2,
+            logit_bias: {300: 100}, logprobs: 2} as OpenAI.CompletionCreateParamsNonStreaming)).choices[0]!.logprobs!;
+        assert.equal(forcedLogprobs.tokens!.length, 4);
+        assert.ok(forcedLogprobs.token_logprobs!.every((logprob) => logprob > -1e-3), JSON.stringify(forcedLogprobs));
+        assert.deepEqual(forcedLogprobs.text_offset, [0, 1, 2, 3].map((i) => i * forcedLogprobs.tokens![0]!.length));
+        assert.ok(forcedLogprobs.top_logprobs!.every((top) => Object.keys(top).length <= 2));
+        // Streamed: every token's entry arrives, also those whose text was held back for a while.
+        const stream = await openai.chat.completions.create({model: "m", messages, max_tokens: 24, temperature: 1, seed: 3, logprobs: true,
+            stream: true, stream_options: {include_usage: true}, ignore_eos: true} as OpenAI.ChatCompletionCreateParamsStreaming);
+        let entries = 0;
+        let usage: OpenAI.CompletionUsage | undefined;
+        for await (const chunk of stream) {
+            entries += chunk.choices[0]?.logprobs?.content?.length ?? 0;
+            usage = chunk.usage ?? usage;
+        }
+        assert.equal(entries, usage?.completion_tokens);
+        // Without logprobs, none; top_logprobs alone, or over 20, is refused.
+        assert.equal((await openai.chat.completions.create({model: "m", messages, max_tokens: 2})).choices[0]!.logprobs, null);
+        for (const [fields, message] of [[{top_logprobs: 2}, /only with logprobs: true/], [{logprobs: true, top_logprobs: 21}, /between 0 and 20/]] as const)
+            await assert.rejects(openai.chat.completions.create({model: "m", messages, max_tokens: 2, ...fields}), (error: unknown) => {
+                assert.ok(error instanceof OpenAI.BadRequestError && error.param === "top_logprobs", String(error));
+                assert.match(error.message, message);
+                return true;
+            });
+    });
+
     test("bad values: 400 naming the field; a token outside the vocabulary is refused before the engine", async () => {
         const cases: Array<[Extra, string, RegExp]> = [
             [{top_k: 1.5}, "top_k", /integer/],
@@ -92,7 +135,9 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             [{logit_bias: {abc: 1}}, "logit_bias", /token ids/],
             [{logit_bias: {5: 101}}, "logit_bias", /\[−100, 100\]/],
             [{logit_bias: [1, 2]}, "logit_bias", /object/],
-            [{logit_bias: {999999: 1}}, "logit_bias", /not in the model's vocabulary/]
+            [{logit_bias: {999999: 1}}, "logit_bias", /not in the model's vocabulary/],
+            [{logprobs: 21}, "logprobs", /between 0 and 20/],
+            [{logprobs: true}, "logprobs", /integer/]
         ];
         // Past the API, the engine checks again (a token outside the vocabulary would crash llama.cpp's sampler).
         const direct = await client.generate({prompt: "Hi", maxTokens: 2, logitBias: [{token: 999_999, bias: 1}]}).done;

@@ -16,6 +16,7 @@ export type GenerationParams = {
     penalties?: SamplingPenalties | undefined,
     logitBias?: readonly LogitBias[] | undefined,
     responseFormat?: ResponseFormat | undefined,
+    logprobs?: number | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined
@@ -45,6 +46,7 @@ export function generationInput(
         ...(params.penalties !== undefined ? {penalties: {...params.penalties}} : {}),
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
+        ...(params.logprobs !== undefined ? {logprobs: params.logprobs} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {})

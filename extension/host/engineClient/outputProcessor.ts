@@ -1,9 +1,10 @@
-import type {FinishReason, RequestEvent, StepStats} from "../../../protocol/engineMessages.js";
+import type {FinishReason, RequestEvent, StepStats, TokenLogprob} from "../../../protocol/engineMessages.js";
 import {emptyIteration, type EngineStep} from "./engineStep.js";
 import {RequestState, type RequestResult} from "./requestState.js";
 
 /** A piece of streamed text as delivered to the host. */
-export type TextChunk = {text: string, tokens: number, deliveredAt: number};
+/** Text delivered for one request; `logprobs`, one per token, when the request asked for them. */
+export type TextChunk = {text: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[]};
 
 export type OutputProcessorHooks = {
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
@@ -71,7 +72,8 @@ export class OutputProcessor {
                 iteration.updated.push(state.lifecycle);
             state.apply(hostEvent, receivedAt, iteration);
             if (hostEvent.kind === "tokens")
-                this.hooks.onChunk?.(event.id, {text: hostEvent.text, tokens: hostEvent.times.length, deliveredAt: receivedAt});
+                this.hooks.onChunk?.(event.id, {text: hostEvent.text, tokens: hostEvent.times.length, deliveredAt: receivedAt,
+                    ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {})});
             else if (hostEvent.kind === "queued")
                 this.hooks.onQueued?.(event.id);
             else if (hostEvent.kind === "finished")

@@ -1,4 +1,4 @@
-import type {FinishReason, RequestErrorCode, RequestEvent} from "../../../protocol/engineMessages.js";
+import type {FinishReason, RequestErrorCode, RequestEvent, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {IterationStats} from "./engineStep.js";
 
@@ -17,7 +17,9 @@ export type RequestResult = RequestLifecycle & {
     /** Host-clock time each generated token was sampled. */
     tokenTimes: number[],
     /** Host-clock time each chunk was delivered to the host, with its token count. */
-    deliveries: Delivery[]
+    deliveries: Delivery[],
+    /** Each generated token's log-probability, when the request asked for them. */
+    logprobs?: TokenLogprob[]
 };
 
 export type FinishInput = {
@@ -46,6 +48,7 @@ export class RequestState {
     text = "";
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
+    private logprobs: TokenLogprob[] | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
         this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
@@ -83,6 +86,8 @@ export class RequestState {
                 return;
             case "tokens":
                 this.tokens(event.text, event.times, receivedAt, iteration);
+                if (event.logprobs !== undefined)
+                    (this.logprobs ??= []).push(...event.logprobs);
                 return;
             case "finished":
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
@@ -128,7 +133,8 @@ export class RequestState {
         if (lifecycle.reason === undefined || lifecycle.finished === undefined || lifecycle.lastDelivered === undefined)
             throw new Error(`request ${lifecycle.id} has not finished`);
         return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
-            text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries};
+            text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
+            ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {})};
     }
 
     private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {

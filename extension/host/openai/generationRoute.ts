@@ -10,10 +10,11 @@ import {
     type ChatCompletionRequest,
     type Completion, type CompletionChunk, type CompletionRequest, type SamplingParams, type Usage
 } from "../../../protocol/openaiApi.js";
-import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {EngineInfo, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import {generationInput} from "../chat/generationInput.js";
+import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 export type GenerationContext = {
     client: EngineClient,
@@ -117,25 +118,31 @@ async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult,
         return;
     if (result.reason === "error" || result.reason === "abort")
         throw refusal(result, client);
+    const logprobs = result.logprobs;
     const body: ChatCompletion | Completion = kind === "chat"
         ? {...ids, object: "chat.completion", usage: usageOf(result),
-            choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result), logprobs: null}]}
+            choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result),
+                logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null}]}
         : {...ids, object: "text_completion", usage: usageOf(result),
-            choices: [{index: 0, text: result.text, finish_reason: finishReason(result), logprobs: null}]};
+            choices: [{index: 0, text: result.text, finish_reason: finishReason(result),
+                logprobs: logprobs !== undefined ? completionLogprobs(logprobs) : null}]};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
     response.end(text);
     await Promise.resolve();
 }
 
+/** `logprobs`: the chunk's tokens' log-probabilities, with `offset` (completions) their first one's place in the text. */
 function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: ApiFinishReason | null,
-               role = false): ChatCompletionChunk | CompletionChunk {
+               role = false, logprobs?: {entries: readonly TokenLogprob[], offset: number}): ChatCompletionChunk | CompletionChunk {
     if (kind === "chat") {
         type Delta = ChatCompletionChunk["choices"][number]["delta"];
         const delta: Delta = role ? {role: "assistant", content: ""} : text === undefined ? {} : {content: text};
-        return {...ids, object: "chat.completion.chunk", choices: [{index: 0, delta, finish_reason: reason, logprobs: null}]};
+        return {...ids, object: "chat.completion.chunk",
+            choices: [{index: 0, delta, finish_reason: reason, logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
     }
-    return {...ids, object: "text_completion", choices: [{index: 0, text: text ?? "", finish_reason: reason, logprobs: null}]};
+    return {...ids, object: "text_completion", choices: [{index: 0, text: text ?? "", finish_reason: reason,
+        logprobs: logprobs !== undefined ? completionLogprobs(logprobs.entries, logprobs.offset) : null}]};
 }
 
 async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handle: ReturnType<EngineClient["generate"]>,
@@ -148,9 +155,15 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
     };
     if (kind === "chat")
         send(chunk(kind, ids, undefined, null, true));
-    for await (const piece of handle)
-        if (piece.text !== "")
-            send(chunk(kind, ids, piece.text, null));
+    let offset = 0;
+    for await (const piece of handle) {
+        // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
+        const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
+        if (piece.text !== "" || logprobs !== undefined)
+            send(chunk(kind, ids, piece.text, null, false, logprobs));
+        for (const entry of piece.logprobs ?? [])
+            offset += entry.token.length;
+    }
     const result = await handle.done;
     if (response.destroyed)
         return;

@@ -1,0 +1,24 @@
+/**
+ * A generated token's log-probability and its most likely alternatives, from the probabilities
+ * node-llama-cpp's sampler returns when asked: the candidates left after the sampling chain (top-k,
+ * top-p, min-p, temperature; all tokens at temperature 0), most likely first, softmaxed.
+ */
+import {minLogprob, type TokenLogprob} from "../protocol/engineMessages.js";
+import type {LlamaModel, Token} from "./llamaTypes.js";
+
+function logOf(probability: number | undefined): number {
+    return probability === undefined || probability <= 0 ? minLogprob : Math.max(minLogprob, Math.log(probability));
+}
+
+/** `token`'s entry with `top` alternatives; `probabilities` undefined (none returned) reads as impossible. */
+export function tokenLogprob(model: LlamaModel, token: Token, probabilities: ReadonlyMap<Token, number> | undefined,
+                             top: number): TokenLogprob {
+    const alternatives: TokenLogprob["top"] = [];
+    if (probabilities !== undefined && top > 0)
+        for (const [candidate, probability] of probabilities) {
+            alternatives.push({token: model.detokenize([candidate]), logprob: logOf(probability)});
+            if (alternatives.length >= top)
+                break;
+        }
+    return {token: model.detokenize([token]), logprob: logOf(probabilities?.get(token)), top: alternatives};
+}
