@@ -2,11 +2,10 @@ import type {LlamaContextSequence, Token} from "./llamaTypes.js";
 import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
-import type {
-    EngineInfo, EngineToHost, FinishReason, GenerateRequest, HostToEngine, RequestErrorCode, RequestEvent, ResponseFormat, StepStats,
-    TokenLogprob
+import {
+    maxTopLogprobs, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine, type RequestErrorCode,
+    type RequestEvent, type ResponseFormat, type StepStats, type TokenLogprob
 } from "../protocol/engineMessages.js";
-import {maxTopLogprobs} from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
 import {StatsAgent} from "./stats/statsAgent.js";
@@ -46,7 +45,7 @@ type ActiveRequest = {
     temperature: number,
     topP: number | undefined,
     seed: number | undefined,
-    /** Top-k, min-p, penalties, logit bias: set once the request is accepted. */
+    /** Top-k, min-p, penalties, logit bias, the JSON grammar: set once the request is accepted. */
     sampling: ExtraSampling,
     ignoreEos: boolean,
     debugBlockMs: number,
@@ -461,9 +460,7 @@ export class Engine {
                     }
                     if (request.stop === "cancel")
                         break;
-                    this.recordToken(request, token, t);
-                    if (request.logprobs !== undefined)
-                        request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
+                    this.recordToken(request, token, t, probabilities);
                     if (request.stopStrings.hasStopped) {
                         reason = "stop";
                         break;
@@ -519,10 +516,13 @@ export class Engine {
         this.schedule();
     }
 
-    private recordToken(request: ActiveRequest, token: Token, t: number): void {
+    /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
+    private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
         request.pendingText += request.stopStrings.push(request.detokenizer.push(token));
         request.pendingTimes.push(t);
+        if (request.logprobs !== undefined)
+            request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
         this.pendingTokenRequests.add(request);
         this.stepTokens++;
         this.stats?.counters.add(CounterSlot.generationTokensTotal, 1);

@@ -10,29 +10,10 @@
  * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, echo,
  * a tool_choice that demands a tool call) are refused with a 400 naming them.
  */
-import {
-    maxAdditivePenalty, maxLogitBias, maxLogitBiasEntries, maxStopLength, maxTopLogprobs, maxStopStrings, type ChatMessage, type LogitBias,
-    type ResponseFormat, type SamplingPenalties
-} from "./engineMessages.js";
-import {unsupportedSchemaPart} from "./jsonSchemaSubset.js";
+import {maxStopLength, maxStopStrings, type ChatMessage, type LogitBias, type ResponseFormat, type SamplingPenalties} from "./engineMessages.js";
+import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
 import {isObject, type JsonObject} from "./validation.js";
-
-/** A request the API refuses: OpenAI's error shape, with the offending field in `param`. */
-export class ApiRequestError extends Error {
-    override readonly name = "ApiRequestError";
-
-    constructor(message: string, readonly param: string | null, readonly status = 400,
-        readonly type = "invalid_request_error", readonly code: string | null = null) {
-        super(message);
-    }
-}
-
-/** OpenAI's error body. */
-export type ApiErrorBody = {error: {message: string, type: string, param: string | null, code: string | null}};
-
-export function apiErrorBody(error: ApiRequestError): ApiErrorBody {
-    return {error: {message: error.message, type: error.type, param: error.param, code: error.code}};
-}
 
 /** What both endpoints share, in engine terms. */
 export type SamplingParams = {
@@ -113,30 +94,6 @@ export type ModelList = {
 
 const maxMessages = 10_000;
 
-function fail(param: string, message: string): never {
-    throw new ApiRequestError(`${param}: ${message}`, param);
-}
-
-function optionalNumberField(body: JsonObject, key: string, min: number, max: number, integer: boolean): number | undefined {
-    const value = body[key];
-    if (value === undefined || value === null)
-        return undefined;
-    if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
-        fail(key, `expected ${integer ? "an integer" : "a number"}`);
-    if (value < min || value > max)
-        fail(key, `must be between ${min} and ${max}, got ${value}`);
-    return value;
-}
-
-function optionalBooleanField(body: JsonObject, key: string): boolean | undefined {
-    const value = body[key];
-    if (value === undefined || value === null)
-        return undefined;
-    if (typeof value !== "boolean")
-        fail(key, "expected a boolean");
-    return value;
-}
-
 function parseStop(value: unknown): string[] {
     if (value === undefined || value === null)
         return [];
@@ -150,93 +107,6 @@ function parseStop(value: unknown): string[] {
             fail(`stop[${index}]`, `expected a non-empty string of at most ${maxStopLength} characters`);
         return item;
     });
-}
-
-/** Penalties from OpenAI's, vLLM's and llama.cpp's fields; undefined when none is given. */
-function parsePenalties(body: JsonObject): SamplingPenalties | undefined {
-    const penalties: SamplingPenalties = {};
-    const presence = optionalNumberField(body, "presence_penalty", -maxAdditivePenalty, maxAdditivePenalty, false);
-    if (presence !== undefined) penalties.presence = presence;
-    const frequency = optionalNumberField(body, "frequency_penalty", -maxAdditivePenalty, maxAdditivePenalty, false);
-    if (frequency !== undefined) penalties.frequency = frequency;
-    const repetition = optionalNumberField(body, "repetition_penalty", 0, 1e6, false);
-    const repeat = optionalNumberField(body, "repeat_penalty", 0, 1e6, false);
-    if (repetition !== undefined && repeat !== undefined && repetition !== repeat)
-        fail("repeat_penalty", `differs from repetition_penalty (${repeat} vs ${repetition}); they are the same setting, give one`);
-    const penalty = repetition ?? repeat;
-    if (penalty === 0)
-        fail(repetition !== undefined ? "repetition_penalty" : "repeat_penalty", "must be greater than 0");
-    if (penalty !== undefined) penalties.repeat = penalty;
-    const lastTokens = optionalNumberField(body, "repeat_last_n", -1, 1e9, true);
-    if (lastTokens !== undefined) penalties.lastTokens = lastTokens;
-    return Object.keys(penalties).length > 0 ? penalties : undefined;
-}
-
-/** OpenAI's `logit_bias`: an object of token ids (as strings) to biases in [−100, 100]. */
-function parseLogitBias(value: unknown): LogitBias[] | undefined {
-    if (value === undefined || value === null)
-        return undefined;
-    if (!isObject(value))
-        fail("logit_bias", "expected an object of token ids to biases");
-    const entries = Object.entries(value);
-    if (entries.length > maxLogitBiasEntries)
-        fail("logit_bias", `at most ${maxLogitBiasEntries} tokens`);
-    return entries.map(([key, bias]) => {
-        if (!/^\d{1,9}$/.test(key))
-            fail("logit_bias", `keys are token ids (non-negative integers), got ${JSON.stringify(key).slice(0, 40)}`);
-        if (typeof bias !== "number" || !(Math.abs(bias) <= maxLogitBias))
-            fail("logit_bias", `the bias of token ${key} must be a number in [−${maxLogitBias}, ${maxLogitBias}]`);
-        return {token: Number(key), bias};
-    });
-}
-
-/** Refuses a `logit_bias` naming a token the model does not have (the engine would refuse it too, without naming the field). */
-export function checkLogitBias(params: SamplingParams, vocabularySize: number | undefined): void {
-    for (const {token} of params.logitBias ?? []) {
-        if (vocabularySize === undefined)
-            fail("logit_bias", "not supported with this model: its file does not list its vocabulary");
-        if (token >= vocabularySize)
-            fail("logit_bias", `token ${token} is not in the model's vocabulary (ids 0 to ${vocabularySize - 1})`);
-    }
-}
-
-/** OpenAI's `response_format`: `text` (the default), `json_object`, or `json_schema` with the schema in `json_schema.schema`. */
-function parseResponseFormat(value: unknown): ResponseFormat | undefined {
-    if (value === undefined || value === null)
-        return undefined;
-    if (!isObject(value))
-        fail("response_format", "expected an object");
-    switch (value.type) {
-        case "text":
-            return undefined;
-        case "json_object":
-            return {type: "json_object"};
-        case "json_schema": {
-            const spec = value.json_schema;
-            if (!isObject(spec) || !isObject(spec.schema))
-                fail("response_format.json_schema", "expected {\"name\": …, \"schema\": {…}} with the JSON schema in schema");
-            const unsupported = unsupportedSchemaPart(spec.schema);
-            if (unsupported !== undefined)
-                fail("response_format.json_schema.schema", `this schema cannot be enforced ${unsupported}`);
-            return {type: "json_schema", schema: spec.schema};
-        }
-        default:
-            fail("response_format.type", `expected text, json_object or json_schema${typeof value.type === "string" ? `, got ${JSON.stringify(value.type).slice(0, 40)}` : ""}`);
-    }
-}
-
-/**
- * Alternatives per token to report, undefined for none. Chat: `logprobs: true` with `top_logprobs`
- * (0–20); completions: `logprobs: N` (OpenAI allows 0–5, vLLM up to 20: so does this server).
- */
-function parseLogprobs(body: JsonObject, kind: "chat" | "completions"): number | undefined {
-    if (kind === "completions")
-        return optionalNumberField(body, "logprobs", 0, maxTopLogprobs, true);
-    const wanted = optionalBooleanField(body, "logprobs") ?? false;
-    const top = optionalNumberField(body, "top_logprobs", 0, maxTopLogprobs, true);
-    if (top !== undefined && !wanted)
-        fail("top_logprobs", "only with logprobs: true");
-    return wanted ? top ?? 0 : undefined;
 }
 
 function parseSampling(body: JsonObject, kind: "chat" | "completions"): SamplingParams {

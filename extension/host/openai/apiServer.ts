@@ -17,7 +17,8 @@
  */
 import http from "node:http";
 import path from "node:path";
-import {apiErrorBody, ApiRequestError, parseChatCompletionRequest, parseCompletionRequest, type ModelList} from "../../../protocol/openaiApi.js";
+import {parseChatCompletionRequest, parseCompletionRequest, type ModelList} from "../../../protocol/openaiApi.js";
+import {apiErrorBody, ApiRequestError} from "../../../protocol/openaiFields.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import {DashboardServer, type DashboardServerOptions} from "../dashboard/dashboardServer.js";

@@ -5,11 +5,12 @@
  * request it refuses (too long for the context, a bad parameter) gets a 400 even when streaming.
  */
 import type http from "node:http";
-import {
-    ApiRequestError, apiErrorBody, checkLogitBias, type ApiFinishReason, type ChatCompletion, type ChatCompletionChunk,
-    type ChatCompletionRequest,
-    type Completion, type CompletionChunk, type CompletionRequest, type SamplingParams, type Usage
+import type {
+    ApiFinishReason, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionChunk, CompletionRequest,
+    SamplingParams, Usage
 } from "../../../protocol/openaiApi.js";
+import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
+import {checkLogitBias} from "../../../protocol/openaiSampling.js";
 import type {EngineInfo, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
@@ -48,7 +49,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<G
     // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
     if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
         throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
-    checkLogitBias(params, info.model.vocabularySize);
+    checkLogitBias(params.logitBias, info.model.vocabularySize);
     const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
     const handle = client.generate(generate);
     // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).

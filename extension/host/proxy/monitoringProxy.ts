@@ -14,7 +14,7 @@
 import http from "node:http";
 import https from "node:https";
 import {errorMessage} from "../../../common/errorMessage.js";
-import {apiErrorBody, ApiRequestError} from "../../../protocol/openaiApi.js";
+import {apiErrorBody, ApiRequestError} from "../../../protocol/openaiFields.js";
 import {listen} from "../net/listen.js";
 import {allowedHostHeader, allowedOrigin} from "../net/hostCheck.js";
 import {clientLabel} from "../openai/clientLabel.js";
