@@ -219,8 +219,12 @@ export type EngineToHost =
 const maxIdLength = 200;
 /** The longest text `countTokens` takes (characters). */
 export const maxCountTokensText = 4 << 20;
-/** At most this many stop strings per request, each at most this long (as OpenAI's API: 4; vLLM allows more). */
-export const maxStopStrings = 16;
+/**
+ * At most this many stop strings per request, each at most this long. OpenAI's API takes 4; vLLM and llama.cpp
+ * set no bound, and coding assistants send more (Continue's autocomplete: its FIM template's 7–9 plus its own
+ * 3, more for some models), so the bound is only against abuse.
+ */
+export const maxStopStrings = 64;
 export const maxStopLength = 1000;
 
 function parseChatMessage(value: unknown, index: number): ChatMessage {

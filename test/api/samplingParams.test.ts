@@ -123,6 +123,15 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             });
     });
 
+    test("stop: as many stop strings as coding assistants send (Continue's autocomplete: a dozen and more)", async () => {
+        const forced = await complete({temperature: 0, logit_bias: {300: 100}});
+        const piece = forced.text.slice(0, forced.text.length / 12);
+        const stops = [...Array.from({length: 40}, (_, i) => `<|never-${i}|>`), piece.repeat(3)];
+        const stopped = await complete({temperature: 0, logit_bias: {300: 100}, stop: stops});
+        // The 41st matches from the start once its third piece is out: nothing before it, generation ends there.
+        assert.deepEqual(stopped, {text: "", tokens: 3});
+    });
+
     test("bad values: 400 naming the field; a token outside the vocabulary is refused before the engine", async () => {
         const cases: Array<[Extra, string, RegExp]> = [
             [{top_k: 1.5}, "top_k", /integer/],
@@ -137,6 +146,7 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             [{logit_bias: [1, 2]}, "logit_bias", /object/],
             [{logit_bias: {999999: 1}}, "logit_bias", /not in the model's vocabulary/],
             [{logprobs: 21}, "logprobs", /between 0 and 20/],
+            [{stop: Array.from({length: 65}, (_, i) => `stop${i}`)}, "stop", /at most 64 stop strings/],
             [{logprobs: true}, "logprobs", /integer/]
         ];
         // Past the API, the engine checks again (a token outside the vocabulary would crash llama.cpp's sampler).
