@@ -36,6 +36,10 @@ export class ResponseGrammars {
     }
 
     private grammarFor(format: ResponseFormat): Promise<LlamaGrammar> {
+        // Checked before anything walks the schema (its size and depth are bounded there).
+        const unsupported = format.type === "json_schema" ? unsupportedSchemaPart(format.schema) : undefined;
+        if (unsupported !== undefined)
+            return Promise.reject(new ResponseFormatError(`this schema cannot be enforced ${unsupported}`));
         const key = format.type === "json_object" ? "json_object" : `json_schema:${JSON.stringify(format.schema)}`;
         let grammar = this.grammars.get(key);
         if (grammar === undefined) {
@@ -56,11 +60,8 @@ export class ResponseGrammars {
     private async build(format: ResponseFormat): Promise<LlamaGrammar> {
         if (format.type === "json_object")
             return await this.llama.getGrammarFor("json");
-        const unsupported = unsupportedSchemaPart(format.schema);
-        if (unsupported !== undefined)
-            throw new ResponseFormatError(`this schema cannot be enforced ${unsupported}`);
         try {
-            // Checked above against the subset node-llama-cpp's converter supports (its GbnfJsonSchema type).
+            // Checked by grammarFor against the subset node-llama-cpp's converter supports (its GbnfJsonSchema type).
             return await this.llama.createGrammarForJsonSchema(grammarSchema(format.schema) as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
         } catch (error) {
             throw new ResponseFormatError(`the JSON schema cannot be turned into a grammar: ${error instanceof Error ? error.message : String(error)}`);

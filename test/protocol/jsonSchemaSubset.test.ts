@@ -47,6 +47,22 @@ test("what cannot be enforced is refused with its place", () => {
         assert.match(unsupportedSchemaPart(schema) ?? "accepted", message, JSON.stringify(schema));
 });
 
+test("bounded: at most 5000 subschemas and 32 levels (the engine builds the grammar on its main thread)", () => {
+    const wide = (n: number): JsonObject => ({type: "object", properties: Object.fromEntries(Array.from({length: n}, (_, i) => [`p${i}`, {type: "integer"}]))});
+    assert.equal(unsupportedSchemaPart(wide(4999)), undefined);
+    assert.match(unsupportedSchemaPart(wide(5000)) ?? "accepted", /at \/properties\/p4999: the schema has more than 5000 subschemas/);
+    const deep = (levels: number): JsonObject => {
+        let schema: JsonObject = {type: "string"};
+        for (let i = 1; i < levels; i++)
+            schema = {type: "array", items: schema};
+        return schema;
+    };
+    assert.equal(unsupportedSchemaPart(deep(32)), undefined);
+    assert.match(unsupportedSchemaPart(deep(33)) ?? "accepted", /nests deeper than 32 levels/);
+    // Far deeper than any stack: refused at level 33, not a crash.
+    assert.match(unsupportedSchemaPart(deep(100_000)) ?? "accepted", /nests deeper than 32 levels/);
+});
+
 test("grammarSchema writes anyOf as oneOf at every depth, leaving values (enum, const, required) alone", () => {
     const schema = {type: "object", required: ["anyOf"], properties: {anyOf: {anyOf: [{enum: ["anyOf"]}, {type: "array", items: {anyOf: [{const: "anyOf"}]}}]}}};
     assert.deepEqual(grammarSchema(schema), {type: "object", required: ["anyOf"],
