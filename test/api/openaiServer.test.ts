@@ -91,10 +91,21 @@ describe("OpenAI-compatible endpoint", () => {
         await pipeline.dispose();
     });
 
-    test("GET /v1/models lists the loaded model under a stable id; /health is ok", async () => {
+    test("GET /v1/models lists the loaded model under a stable id, /v1/models/{id} retrieves it; /health is ok", async () => {
         const models = await openai.models.list();
         assert.equal(models.data.length, 1);
         assert.equal(models.data[0]!.id, "inference-monitor-demo-tiny-seed0-f16-v1");
+        assert.deepEqual(await openai.models.retrieve("inference-monitor-demo-tiny-seed0-f16-v1"), models.data[0]);
+        for (const id of ["gpt-4o", "%E0%A4%A"])
+            await assert.rejects(openai.models.retrieve(id), (error: unknown) => {
+                assert.ok(error instanceof OpenAI.NotFoundError, String(error));
+                assert.equal(error.code, "model_not_found");
+                assert.match(error.message, /does not exist \(this server runs inference-monitor-demo-tiny-seed0-f16-v1\)/);
+                return true;
+            });
+        const malformed = await raw(server.port, "GET", "/v1/models/%E0%A4%A");
+        assert.equal(malformed.status, 404, malformed.body);
+        assert.equal(errorOf(malformed).code, "model_not_found");
         const health = await raw(server.port, "GET", "/health");
         assert.equal(health.status, 200);
         assert.deepEqual(JSON.parse(health.body), {status: "ok"});

@@ -4,6 +4,7 @@
  * like the product's own. One HTTP server, one port:
  *
  *   GET  /v1/models            the loaded model (`id` = the model file's name, stable across restarts)
+ *   GET  /v1/models/{id}       that model (OpenAI's "retrieve model"; 404 model_not_found for another id)
  *   POST /v1/chat/completions  chat (JSON or SSE stream)
  *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
@@ -219,10 +220,18 @@ export class ApiServer {
         if (pathname === "/v1/models") {
             requireMethod(method, ["GET", "HEAD"]);
             const info = this.readyEngine()?.info;
-            const list: ModelList = {object: "list", data: info === undefined ? [] : [{
-                id: modelId(info), object: "model", created: Math.floor((Date.now() - info.loadMs) / 1000), owned_by: "inference-monitor", max_model_len: info.contextSize
-            }]};
+            const list: ModelList = {object: "list", data: info === undefined ? [] : [modelObject(info)]};
             sendJson(response, 200, list);
+            return;
+        }
+        if (pathname.startsWith("/v1/models/")) {
+            requireMethod(method, ["GET", "HEAD"]);
+            const info = this.readyEngine()?.info;
+            const id = decodedSegment(pathname.slice("/v1/models/".length));
+            if (info === undefined || id !== modelId(info))
+                throw new ApiRequestError(`the model ${JSON.stringify(id).slice(0, 200)} does not exist${info !== undefined ? ` (this server runs ${modelId(info)})` : ""}`,
+                    "model", 404, "invalid_request_error", "model_not_found");
+            sendJson(response, 200, modelObject(info));
             return;
         }
         if (pathname !== "/v1/chat/completions" && pathname !== "/v1/completions")
@@ -252,9 +261,24 @@ export class ApiServer {
     }
 }
 
+/** The loaded model as OpenAI's model object (vLLM's `max_model_len` added). */
+function modelObject(info: EngineInfo): ModelList["data"][number] {
+    return {id: modelId(info), object: "model", created: Math.floor((Date.now() - info.loadMs) / 1000), owned_by: "inference-monitor",
+        max_model_len: info.contextSize};
+}
+
 /** The model's id in the API: its file name without `.gguf` (stable across restarts, unlike a path). */
 export function modelId(info: EngineInfo): string {
     return path.basename(info.model.path).replace(/\.gguf$/i, "");
+}
+
+/** A percent-encoded path segment, decoded; a malformed one stays as sent (it names no model either way). */
+function decodedSegment(segment: string): string {
+    try {
+        return decodeURIComponent(segment);
+    } catch {
+        return segment;
+    }
 }
 
 function firstHeader(value: string | string[] | undefined): string | undefined {
