@@ -10,32 +10,24 @@
  * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, echo,
  * a tool_choice that demands a tool call) are refused with a 400 naming them.
  */
-import {maxStopLength, maxStopStrings, type ChatMessage, type LogitBias, type ResponseFormat, type SamplingPenalties} from "./engineMessages.js";
+import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
 import {isObject, type JsonObject} from "./validation.js";
 
-/** What both endpoints share, in engine terms. */
-export type SamplingParams = {
+type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
+    "seed">;
+
+/**
+ * What both endpoints share, in engine terms: the engine request's sampling fields as the API's fields
+ * give them (`top_k`, `min_p`, the penalties, `logit_bias`, `response_format`, chat `top_logprobs` or
+ * completions `logprobs` → GenerateRequest's `topK` … `logprobs`), plus what only the API has.
+ */
+export type SamplingParams = EngineSampling & {
     stream: boolean,
     includeUsage: boolean,
     /** Undefined when the request gave no limit (the server picks one that fits the context). */
     maxTokens?: number,
-    temperature?: number,
-    topP?: number,
-    /** `top_k` (vLLM's and llama.cpp's extension); 0 = all tokens (vLLM's −1 becomes 0). */
-    topK?: number,
-    /** `min_p` (vLLM's and llama.cpp's extension). */
-    minP?: number,
-    /** `presence_penalty`, `frequency_penalty`, `repetition_penalty` (vLLM) or `repeat_penalty` and `repeat_last_n` (llama.cpp). */
-    penalties?: SamplingPenalties,
-    /** `logit_bias`: token id → bias. */
-    logitBias?: LogitBias[],
-    /** `response_format` json_object or json_schema (`text` is the default and leaves this out). */
-    responseFormat?: ResponseFormat,
-    /** Alternatives per token to report with log-probabilities (chat `top_logprobs`, completions `logprobs`); undefined: none. */
-    logprobs?: number,
-    seed?: number,
     stop: string[],
     ignoreEos: boolean,
     /** The `model` field as sent (informational: this server serves one model). */

@@ -5,11 +5,9 @@
  * so a U+FFFD could only come from mishandling the prompt's multi-byte characters).
  */
 import assert from "node:assert/strict";
-import {after, before, describe, test} from "node:test";
-import OpenAI from "openai";
+import {describe, test} from "node:test";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
-import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import {ApiServer} from "../../extension/host/openai/apiServer.js";
+import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
 
 const prompts = [
@@ -21,30 +19,16 @@ const prompts = [
 const ignoreEos = {ignore_eos: true} as Record<string, unknown>;
 
 describe("non-ASCII prompts through the OpenAI-compatible endpoint", () => {
-    let client: EngineClient;
-    let server: ApiServer;
-    let openai: OpenAI;
-
-    before(async () => {
-        const modelPath = await ensureDemoModel({size: "tiny", textOnly: true, cacheDir: testCacheDir});
-        client = new EngineClient({modelPath, threads: 1, contextSize: 1024, parallel: 2, statsIntervalMs: 0});
-        await client.start();
-        server = await ApiServer.listen({engine: {current: () => client}, port: 0});
-        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
-    });
-    after(async () => {
-        await server.close();
-        await client.stop();
-    });
+    const api = apiForSuite(async () => ({modelPath: await ensureDemoModel({size: "tiny", textOnly: true, cacheDir: testCacheDir})}));
 
     test("/v1/completions: prompt_tokens = the tokenizer's count, text without U+FFFD, streamed and not", async () => {
         for (const prompt of prompts) {
-            const completion = await openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, ...ignoreEos});
-            assert.equal(completion.usage!.prompt_tokens, await client.countTokens(prompt), prompt);
+            const completion = await api.openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, ...ignoreEos});
+            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(prompt), prompt);
             assert.equal(completion.usage!.completion_tokens, 6);
             assert.ok(!completion.choices[0]!.text.includes("\uFFFD"), completion.choices[0]!.text);
 
-            const stream = await openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, stream: true,
+            const stream = await api.openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, stream: true,
                 stream_options: {include_usage: true}, ...ignoreEos});
             let streamed = "";
             let promptTokens: number | undefined;
@@ -61,12 +45,12 @@ describe("non-ASCII prompts through the OpenAI-compatible endpoint", () => {
         for (const content of prompts) {
             const messages = [{role: "system" as const, content: "Réponds brièvement 🙂"}, {role: "user" as const, content}];
             const rendered = `system: ${messages[0].content}\nuser: ${content}\nassistant:`; // the documented fallback (no chat template)
-            const completion = await openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, ...ignoreEos});
-            assert.equal(completion.usage!.prompt_tokens, await client.countTokens(rendered), content);
+            const completion = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, ...ignoreEos});
+            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(rendered), content);
             const reply = completion.choices[0]!.message.content ?? "";
             assert.ok(!reply.includes("\uFFFD"), reply);
 
-            const stream = await openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, stream: true,
+            const stream = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, stream: true,
                 stream_options: {include_usage: true}, ...ignoreEos});
             let streamed = "";
             let promptTokens: number | undefined;

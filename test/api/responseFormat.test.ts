@@ -5,11 +5,9 @@
  * cannot enforce are refused naming where.
  */
 import assert from "node:assert/strict";
-import {after, before, describe, test} from "node:test";
+import {describe, test} from "node:test";
 import OpenAI from "openai";
-import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import {ApiServer} from "../../extension/host/openai/apiServer.js";
-import {tinyModelPath} from "../helpers/testModels.js";
+import {apiForSuite} from "../helpers/apiUnderTest.js";
 
 type Params = OpenAI.ChatCompletionCreateParamsNonStreaming;
 
@@ -24,20 +22,7 @@ const answerSchema = {
 };
 
 describe("OpenAI-compatible endpoint: response_format", () => {
-    let client: EngineClient;
-    let server: ApiServer;
-    let openai: OpenAI;
-
-    before(async () => {
-        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 2, statsIntervalMs: 0, mode: "inProcess"});
-        await client.start();
-        server = await ApiServer.listen({engine: {current: () => client}, port: 0});
-        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
-    });
-    after(async () => {
-        await server.close();
-        await client.stop();
-    });
+    const api = apiForSuite({mode: "inProcess"});
 
     const ask = (seed: number, extra: Partial<Params> = {}): Params =>
         ({model: "m", messages: [{role: "user", content: "Describe the sky as JSON"}], max_tokens: 120, seed, ...extra});
@@ -45,7 +30,7 @@ describe("OpenAI-compatible endpoint: response_format", () => {
     test("json_schema: every answer parses and fits the schema, ending by itself; without it the text is not JSON", async () => {
         const responseFormat = {type: "json_schema", json_schema: {name: "answer", schema: answerSchema}} as const;
         for (const seed of [1, 2, 3, 4]) {
-            const completion = await openai.chat.completions.create(ask(seed, {response_format: responseFormat}));
+            const completion = await api.openai.chat.completions.create(ask(seed, {response_format: responseFormat}));
             const text = completion.choices[0]!.message.content ?? "";
             assert.equal(completion.choices[0]!.finish_reason, "stop", text);
             const value = JSON.parse(text) as {color: unknown, ok: unknown, note: unknown};
@@ -55,12 +40,12 @@ describe("OpenAI-compatible endpoint: response_format", () => {
             assert.ok(value.note === null || value.note === "none", text);
             assert.ok(!text.endsWith("\n\n\n\n"), "the blank-line stop is not output");
         }
-        const free = (await openai.chat.completions.create(ask(1))).choices[0]!.message.content ?? "";
+        const free = (await api.openai.chat.completions.create(ask(1))).choices[0]!.message.content ?? "";
         assert.throws(() => JSON.parse(free) as unknown, `plain sampling wrote JSON by chance: ${free}`);
     });
 
     test("json_schema streamed: the deltas concatenate to the same kind of JSON", async () => {
-        const stream = await openai.chat.completions.create({...ask(7, {response_format: {type: "json_schema", json_schema: {name: "a", schema: answerSchema}}}),
+        const stream = await api.openai.chat.completions.create({...ask(7, {response_format: {type: "json_schema", json_schema: {name: "a", schema: answerSchema}}}),
             stream: true});
         let text = "";
         for await (const chunk of stream)
@@ -71,15 +56,15 @@ describe("OpenAI-compatible endpoint: response_format", () => {
 
     test("json_object: the text is a JSON object from its first character", async () => {
         for (const seed of [1, 2]) {
-            const completion = await openai.chat.completions.create(ask(seed, {response_format: {type: "json_object"}, max_tokens: 40}));
+            const completion = await api.openai.chat.completions.create(ask(seed, {response_format: {type: "json_object"}, max_tokens: 40}));
             const text = completion.choices[0]!.message.content ?? "";
             assert.match(text, /^\{\s*("|\})/, text);
             if (completion.choices[0]!.finish_reason === "stop")
                 assert.equal(typeof JSON.parse(text), "object");
         }
         // `text` is the default: the same as no response_format.
-        assert.equal((await openai.chat.completions.create(ask(3, {response_format: {type: "text"}}))).choices[0]!.message.content,
-            (await openai.chat.completions.create(ask(3))).choices[0]!.message.content);
+        assert.equal((await api.openai.chat.completions.create(ask(3, {response_format: {type: "text"}}))).choices[0]!.message.content,
+            (await api.openai.chat.completions.create(ask(3))).choices[0]!.message.content);
     });
 
     test("refused: an unknown type, a missing schema, keywords the grammar cannot enforce (400 naming where)", async () => {
@@ -91,14 +76,14 @@ describe("OpenAI-compatible endpoint: response_format", () => {
             [{type: "json_schema", json_schema: {name: "x", schema: {$ref: "#/$defs/Missing"}}}, "response_format.json_schema.schema", /\$defs/]
         ];
         for (const [format, param, message] of cases)
-            await assert.rejects(openai.chat.completions.create(ask(1, {response_format: format as Params["response_format"]})), (error: unknown) => {
+            await assert.rejects(api.openai.chat.completions.create(ask(1, {response_format: format as Params["response_format"]})), (error: unknown) => {
                 assert.ok(error instanceof OpenAI.BadRequestError, String(error));
                 assert.equal(error.param, param);
                 assert.match(error.message, message);
                 return true;
             });
         // Past the API the engine checks again.
-        const direct = await client.generate({prompt: "Hi", maxTokens: 4, responseFormat: {type: "json_schema", schema: {type: "string", pattern: "a"}}}).done;
+        const direct = await api.client.generate({prompt: "Hi", maxTokens: 4, responseFormat: {type: "json_schema", schema: {type: "string", pattern: "a"}}}).done;
         assert.equal(direct.errorCode, "invalid_request");
         assert.match(direct.error ?? "", /^responseFormat: this schema cannot be enforced at \/pattern/);
     });

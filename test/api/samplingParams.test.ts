@@ -5,33 +5,18 @@
  * compares against the same request without the field, so a field the server ignored fails it.
  */
 import assert from "node:assert/strict";
-import {after, before, describe, test} from "node:test";
+import {describe, test} from "node:test";
 import OpenAI from "openai";
-import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
-import {ApiServer} from "../../extension/host/openai/apiServer.js";
-import {tinyModelPath} from "../helpers/testModels.js";
+import {apiForSuite} from "../helpers/apiUnderTest.js";
 
 /** Fields beyond OpenAI's (the SDK passes unknown body fields through). */
 type Extra = Record<string, unknown>;
 
 describe("OpenAI-compatible endpoint: sampling fields", () => {
-    let client: EngineClient;
-    let server: ApiServer;
-    let openai: OpenAI;
-
-    before(async () => {
-        client = new EngineClient({modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 2, statsIntervalMs: 0, mode: "inProcess"});
-        await client.start();
-        server = await ApiServer.listen({engine: {current: () => client}, port: 0});
-        openai = new OpenAI({baseURL: server.baseUrl, apiKey: "not-needed", maxRetries: 0});
-    });
-    after(async () => {
-        await server.close();
-        await client.stop();
-    });
+    const api = apiForSuite({mode: "inProcess"});
 
     async function complete(fields: Extra): Promise<{text: string, tokens: number}> {
-        const completion = await openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 12, ignore_eos: true, ...fields} as
+        const completion = await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 12, ignore_eos: true, ...fields} as
             OpenAI.CompletionCreateParamsNonStreaming);
         return {text: completion.choices[0]!.text, tokens: completion.usage!.completion_tokens};
     }
@@ -55,7 +40,7 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         const piece = forced.text.slice(0, forced.text.length / 12);
         assert.ok(piece !== "" && forced.text === piece.repeat(12), `one piece repeated: ${JSON.stringify(forced.text)}`);
 
-        const vocabularySize = client.info?.model.vocabularySize;
+        const vocabularySize = api.client.info?.model.vocabularySize;
         assert.ok(vocabularySize !== undefined && vocabularySize <= 1024, `the tiny model lists its vocabulary: ${vocabularySize}`);
         const banned: Record<string, number> = {};
         for (let token = 0; token < vocabularySize; token++)
@@ -82,7 +67,7 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
 
     test("logprobs: one entry per generated token, alternatives most likely first, streamed or not, chat and completions", async () => {
         const messages = [{role: "user" as const, content: "Tell me a story"}];
-        const chat = await openai.chat.completions.create({model: "m", messages, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3,
+        const chat = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3,
             ignore_eos: true} as OpenAI.ChatCompletionCreateParamsNonStreaming);
         const content = chat.choices[0]!.logprobs?.content ?? [];
         assert.equal(content.length, chat.usage!.completion_tokens);
@@ -97,14 +82,14 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         // A token forced by logit_bias has probability ~1.
         const forced = await complete({temperature: 1, seed: 2, logit_bias: {300: 100}, logprobs: 2});
         assert.equal(forced.tokens, 12);
-        const forcedLogprobs = (await openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 4, temperature: 1, seed: 2,
+        const forcedLogprobs = (await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 4, temperature: 1, seed: 2,
             logit_bias: {300: 100}, logprobs: 2} as OpenAI.CompletionCreateParamsNonStreaming)).choices[0]!.logprobs!;
         assert.equal(forcedLogprobs.tokens!.length, 4);
         assert.ok(forcedLogprobs.token_logprobs!.every((logprob) => logprob > -1e-3), JSON.stringify(forcedLogprobs));
         assert.deepEqual(forcedLogprobs.text_offset, [0, 1, 2, 3].map((i) => i * forcedLogprobs.tokens![0]!.length));
         assert.ok(forcedLogprobs.top_logprobs!.every((top) => Object.keys(top).length <= 2));
         // Streamed: every token's entry arrives, also those whose text was held back for a while.
-        const stream = await openai.chat.completions.create({model: "m", messages, max_tokens: 24, temperature: 1, seed: 3, logprobs: true,
+        const stream = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 24, temperature: 1, seed: 3, logprobs: true,
             stream: true, stream_options: {include_usage: true}, ignore_eos: true} as OpenAI.ChatCompletionCreateParamsStreaming);
         let entries = 0;
         let usage: OpenAI.CompletionUsage | undefined;
@@ -114,9 +99,9 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         }
         assert.equal(entries, usage?.completion_tokens);
         // Without logprobs, none; top_logprobs alone, or over 20, is refused.
-        assert.equal((await openai.chat.completions.create({model: "m", messages, max_tokens: 2})).choices[0]!.logprobs, null);
+        assert.equal((await api.openai.chat.completions.create({model: "m", messages, max_tokens: 2})).choices[0]!.logprobs, null);
         for (const [fields, message] of [[{top_logprobs: 2}, /only with logprobs: true/], [{logprobs: true, top_logprobs: 21}, /between 0 and 20/]] as const)
-            await assert.rejects(openai.chat.completions.create({model: "m", messages, max_tokens: 2, ...fields}), (error: unknown) => {
+            await assert.rejects(api.openai.chat.completions.create({model: "m", messages, max_tokens: 2, ...fields}), (error: unknown) => {
                 assert.ok(error instanceof OpenAI.BadRequestError && error.param === "top_logprobs", String(error));
                 assert.match(error.message, message);
                 return true;
@@ -150,13 +135,13 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             [{logprobs: true}, "logprobs", /integer/]
         ];
         // Past the API, the engine checks again (a token outside the vocabulary would crash llama.cpp's sampler).
-        const direct = await client.generate({prompt: "Hi", maxTokens: 2, logitBias: [{token: 999_999, bias: 1}]}).done;
+        const direct = await api.client.generate({prompt: "Hi", maxTokens: 2, logitBias: [{token: 999_999, bias: 1}]}).done;
         assert.equal(direct.reason, "error");
         assert.equal(direct.errorCode, "invalid_request");
         assert.match(direct.error ?? "", /token 999999 is not in the model's vocabulary/);
-        const penalties = await client.generate({prompt: "Hi", maxTokens: 2, penalties: {lastTokens: -3}}).done;
+        const penalties = await api.client.generate({prompt: "Hi", maxTokens: 2, penalties: {lastTokens: -3}}).done;
         assert.match(penalties.error ?? "", /penalties.lastTokens must be an integer ≥ −1/);
-        assert.equal((await client.generate({prompt: "Hi", maxTokens: 2, ignoreEos: true}).done).generatedTokens, 2, "the engine still serves");
+        assert.equal((await api.client.generate({prompt: "Hi", maxTokens: 2, ignoreEos: true}).done).generatedTokens, 2, "the engine still serves");
         for (const [fields, param, message] of cases) {
             await assert.rejects(complete(fields), (error: unknown) => {
                 assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(fields)}: ${String(error)}`);
