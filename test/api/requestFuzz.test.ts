@@ -1,0 +1,84 @@
+/**
+ * The endpoint under odd request bodies: seeded random values for every field it reads (wrong types, out of
+ * range, empty, huge, nested), sent to both endpoints. Each answer must be a 200 or a 4xx in OpenAI's error
+ * shape naming a field — never a 500, a dropped connection or an engine that stops serving.
+ */
+import assert from "node:assert/strict";
+import {describe, test} from "node:test";
+import {apiForSuite} from "../helpers/apiUnderTest.js";
+
+/** A small deterministic generator (mulberry32), so a failure replays. */
+function random(seed: number): () => number {
+    let state = seed >>> 0;
+    return () => {
+        state = (state + 0x6d2b79f5) >>> 0;
+        let t = state;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
+const fieldNames = ["max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "n", "stream",
+    "stream_options", "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
+    "response_format", "logprobs", "top_logprobs", "ignore_eos", "tool_choice", "suffix", "echo", "model", "user", "tools"];
+
+function oddValue(next: () => number, depth = 0): unknown {
+    const pick = Math.floor(next() * 16);
+    switch (pick) {
+        case 0: return null;
+        case 1: return true;
+        case 2: return -1;
+        case 3: return 0;
+        case 4: return 1e308;
+        case 5: return Math.floor(next() * 2000) - 1000;
+        case 6: return next() * 4 - 2;
+        case 7: return "";
+        case 8: return "\u0000\uFFFD" + "x".repeat(Math.floor(next() * 50));
+        case 9: return {type: ["text", "json_object", "json_schema", "yaml"][Math.floor(next() * 4)],
+            json_schema: depth < 3 ? {name: "x", schema: oddSchema(next, depth + 1)} : {}};
+        case 10: return Object.fromEntries(Array.from({length: Math.floor(next() * 4)}, () => [String(Math.floor(next() * 2000) - 500), oddValue(next, depth + 1)]));
+        case 11: return Array.from({length: Math.floor(next() * 5)}, () => depth < 3 ? oddValue(next, depth + 1) : "s");
+        case 12: return {include_usage: oddValue(next, 3)};
+        case 13: return Math.floor(next() * 21);
+        case 14: return "auto";
+        default: return [1, 2, 3];
+    }
+}
+
+function oddSchema(next: () => number, depth: number): unknown {
+    const shapes = [{type: "string"}, {type: "integer", minimum: 1}, {enum: []}, {anyOf: [{type: "null"}]}, {$ref: "#/$defs/x"},
+        {type: "object", properties: {a: depth < 3 ? oddSchema(next, depth + 1) : {}}}, {type: "array", items: "no"}, "schema", {}];
+    return shapes[Math.floor(next() * shapes.length)];
+}
+
+describe("OpenAI-compatible endpoint: odd request bodies", () => {
+    const api = apiForSuite({mode: "inProcess"});
+
+    test("200 or a 4xx naming a field for 300 seeded random bodies; the engine keeps serving", async () => {
+        const next = random(20261205);
+        const statuses = new Map<number, number>();
+        for (let i = 0; i < 300; i++) {
+            const chat = next() < 0.5;
+            const body: Record<string, unknown> = chat ? {messages: [{role: "user", content: "Hi"}]} : {prompt: "Once"};
+            for (let k = 0; k < 1 + Math.floor(next() * 4); k++)
+                body[fieldNames[Math.floor(next() * fieldNames.length)]!] = oddValue(next);
+            // Keep generation short whatever else was drawn: the point is the validation, not the length.
+            if (typeof body.max_tokens !== "number" || body.max_tokens > 4)
+                body.max_tokens = 3;
+            delete body.max_completion_tokens;
+            const response = await fetch(`${api.openai.baseURL}/${chat ? "chat/completions" : "completions"}`,
+                {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200) {
+                const error = (JSON.parse(text) as {error: {message: string, param: string | null}}).error;
+                assert.equal(typeof error.message, "string", text);
+            }
+        }
+        assert.ok((statuses.get(200) ?? 0) > 10 && (statuses.get(400) ?? 0) > 10, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        const after = await api.openai.completions.create({model: "m", prompt: "Still there?", max_tokens: 2});
+        assert.equal(after.usage?.completion_tokens, 2);
+    });
+});
