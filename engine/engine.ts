@@ -250,7 +250,11 @@ export class Engine {
                 `the engine's waiting queue is full: ${this.queue.length} requests are waiting, at most ${this.maxWaiting} may ` +
                 "(maxWaitingRequests); retry shortly", "queue_full");
         if (request.responseFormat !== undefined)
-            void this.admitWithGrammar(active, request, request.responseFormat);
+            // Anything unexpected fails this request only (an unhandled rejection would end the engine process).
+            this.admitWithGrammar(active, request, request.responseFormat).catch((error: unknown) => {
+                if (this.requests.has(active.id))
+                    this.finish(active, "error", `could not prepare the response format: ${errorMessage(error)}`, "engine_error");
+            });
         else
             this.enqueue(active, request);
     }
