@@ -84,8 +84,9 @@ export function extraSampling(request: SamplingFields, model: LlamaModel, TokenB
         };
     if (request.logitBias !== undefined && request.logitBias.length > 0) {
         const bias = new TokenBias(model.tokenizer);
+        const biases = biasesOf(bias);
         for (const entry of request.logitBias)
-            biasesOf(bias).set(entry.token as Token, entry.bias);
+            biases.set(entry.token as Token, entry.bias);
         options.tokenBias = bias;
     }
     return options;

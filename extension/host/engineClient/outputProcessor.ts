@@ -2,8 +2,7 @@ import type {FinishReason, RequestEvent, StepStats, TokenLogprob} from "../../..
 import {emptyIteration, type EngineStep} from "./engineStep.js";
 import {RequestState, type RequestResult} from "./requestState.js";
 
-/** A piece of streamed text as delivered to the host. */
-/** Text delivered for one request; `logprobs`, one per token, when the request asked for them. */
+/** A piece of one request's streamed text as delivered to the host; `logprobs`, one per token, when the request asked for them. */
 export type TextChunk = {text: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[]};
 
 export type OutputProcessorHooks = {
