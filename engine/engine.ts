@@ -4,10 +4,12 @@ import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, typ
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import {
     maxTopLogprobs, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine, type RequestErrorCode,
-    type RequestEvent, type ResponseFormat, type StepStats, type TokenLogprob
+    type RequestEvent, type StepStats, type TokenLogprob
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {preloadChatWrapper, PromptInputError, renderPrompt} from "./promptRenderer.js";
+import {hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, renderPrompt, toolCallSyntaxFor} from "./promptRenderer.js";
+import {ToolCallExtractor} from "./tools/toolCallExtractor.js";
+import {invalidTools, parallelCalls, requiredTools} from "./tools/toolRequest.js";
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";
 import {type StepMember, StepBarrier} from "./stepBarrier.js";
@@ -58,6 +60,8 @@ type ActiveRequest = {
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
     stopStrings: StopStringMatcher,
+    /** For a request offering tools: separates the answer's text from its tool calls. */
+    toolCalls: ToolCallExtractor | undefined,
     /** Alternatives to report per token (GenerateRequest.logprobs); undefined: no log-probabilities. */
     logprobs: number | undefined,
     /** Text, token times and log-probabilities produced since the last flush. */
@@ -230,6 +234,7 @@ export class Engine {
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined ? [jsonGrammarStop] : []]),
+            toolCalls: undefined,
             logprobs: request.logprobs,
             pendingText: "",
             pendingTimes: [],
@@ -239,7 +244,7 @@ export class Engine {
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
         const invalid = invalidParameter(request, this.allowDebugRequests) ??
-            invalidSampling(request, this.loaded.info.model.vocabularySize);
+            invalidSampling(request, this.loaded.info.model.vocabularySize) ?? invalidTools(request);
         if (invalid !== undefined)
             return this.finish(active, "error", invalid, "invalid_request");
         active.sampling = extraSampling(request, this.loaded.model, this.loaded.TokenBias, this.loaded.context.contextSize,
@@ -249,9 +254,16 @@ export class Engine {
             return this.finish(active, "error",
                 `the engine's waiting queue is full: ${this.queue.length} requests are waiting, at most ${this.maxWaiting} may ` +
                 "(maxWaitingRequests); retry shortly", "queue_full");
-        if (request.responseFormat !== undefined)
+        const tools = offeredTools(this.loaded.model, request);
+        const mustCall = request.toolChoice !== undefined && request.toolChoice !== "auto";
+        if (mustCall && tools === undefined)
+            return this.finish(active, "error", hasChatTemplate(this.loaded.model)
+                ? "toolChoice: no tools are offered" : "toolChoice: this model has no chat template, so it cannot be offered tools", "invalid_request");
+        if (tools !== undefined)
+            active.toolCalls = new ToolCallExtractor(toolCallSyntaxFor(this.loaded.model), new Set(tools.map((tool) => tool.name)));
+        if (request.responseFormat !== undefined || mustCall)
             // Anything unexpected fails this request only (an unhandled rejection would end the engine process).
-            this.admitWithGrammar(active, request, request.responseFormat).catch((error: unknown) => {
+            this.admitWithGrammar(active, request).catch((error: unknown) => {
                 if (this.requests.has(active.id))
                     this.finish(active, "error", `could not prepare the response format: ${errorMessage(error)}`, "engine_error");
             });
@@ -259,12 +271,20 @@ export class Engine {
             this.enqueue(active, request);
     }
 
-    /** A request for JSON gets its grammar first (built once per format, milliseconds; a bad schema is refused here). */
-    private async admitWithGrammar(active: ActiveRequest, request: GenerateRequest, format: ResponseFormat): Promise<void> {
+    /**
+     * A request for JSON, or one that must call a tool, gets its grammar first (built once per format or tool
+     * set, milliseconds; a bad schema is refused here).
+     */
+    private async admitWithGrammar(active: ActiveRequest, request: GenerateRequest): Promise<void> {
+        const field = request.responseFormat !== undefined ? "responseFormat" : "tools";
         try {
-            active.sampling = {...active.sampling, grammarEvaluationState: await this.grammars.stateFor(format)};
+            const state = request.responseFormat !== undefined
+                ? await this.grammars.stateFor(request.responseFormat)
+                : await this.grammars.toolCallStateFor(toolCallSyntaxFor(this.loaded.model), requiredTools(request),
+                    parallelCalls(request));
+            active.sampling = {...active.sampling, grammarEvaluationState: state};
         } catch (error) {
-            return this.finish(active, "error", `responseFormat: ${errorMessage(error)}`,
+            return this.finish(active, "error", `${field}: ${errorMessage(error)}`,
                 error instanceof ResponseFormatError ? "invalid_request" : "engine_error");
         }
         if (this.disposed)
@@ -523,7 +543,7 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        request.pendingText += request.stopStrings.push(request.detokenizer.push(token));
+        request.pendingText += this.answerText(request, request.stopStrings.push(request.detokenizer.push(token)));
         request.pendingTimes.push(t);
         if (request.logprobs !== undefined)
             request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
@@ -533,8 +553,17 @@ export class Engine {
         this.scheduleFlush();
     }
 
+    /** Output text minus what belongs to tool calls. */
+    private answerText(request: ActiveRequest, text: string): string {
+        return request.toolCalls === undefined ? text : request.toolCalls.push(text);
+    }
+
     private finish(request: ActiveRequest, reason: FinishReason, error?: string, errorCode?: RequestErrorCode): void {
-        request.pendingText += request.stopStrings.push(request.detokenizer.flush()) + request.stopStrings.flush();
+        const stopped = request.stopStrings;
+        request.pendingText += this.answerText(request, stopped.push(request.detokenizer.flush()) + stopped.flush());
+        const toolCalls = request.toolCalls?.finish();
+        if (toolCalls !== undefined)
+            request.pendingText += toolCalls.text;
         if (request.pendingTimes.length > 0 || request.pendingText !== "")
             this.takeTokens(request);
         this.requests.delete(request.id);
@@ -546,6 +575,8 @@ export class Engine {
             event.error = error;
             event.errorCode = errorCode ?? "engine_error";
         }
+        if (toolCalls !== undefined && toolCalls.calls.length > 0 && (reason === "stop" || reason === "length"))
+            event.toolCalls = toolCalls.calls;
         this.emit(event);
     }
 

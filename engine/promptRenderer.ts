@@ -1,14 +1,21 @@
-import {importNodeLlamaCpp, type ChatHistoryItem, type LlamaModel, type NodeLlamaCpp, type Token} from "./llamaTypes.js";
-import type {ChatMessage, GenerateRequest} from "../protocol/engineMessages.js";
+import {importNodeLlamaCpp, type LlamaModel, type NodeLlamaCpp, type Token} from "./llamaTypes.js";
+import type {ChatMessage, GenerateRequest, ToolDefinition} from "../protocol/engineMessages.js";
+import {ChatHistoryError, chatHistoryOf} from "./chatHistory.js";
+import {toolCallSyntaxOf, type ToolCallSyntax} from "./tools/toolCallSyntax.js";
 
-/** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text. */
-function hasChatTemplate(model: LlamaModel): boolean {
+/** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text (and cannot be offered tools). */
+export function hasChatTemplate(model: LlamaModel): boolean {
     const tokenizerMetadata = model.fileInfo.metadata.tokenizer as {chat_template?: unknown} | undefined;
     return typeof tokenizerMetadata?.chat_template === "string";
 }
 
 function plainChatText(messages: ChatMessage[]): string {
     return messages.map((message) => `${message.role}: ${message.content}`).join("\n") + "\nassistant:";
+}
+
+/** The tools a request offers the model: none under the plain fallback (no template to render them). */
+export function offeredTools(model: LlamaModel, request: Pick<GenerateRequest, "tools">): ToolDefinition[] | undefined {
+    return request.tools !== undefined && request.tools.length > 0 && hasChatTemplate(model) ? request.tools : undefined;
 }
 
 /** The request asks for something this model cannot do (the caller's mistake, not the engine's). */
@@ -20,8 +27,10 @@ export class PromptInputError extends Error {
  * Input processing: turns a request's prompt or chat messages into prompt tokens. Chat messages go
  * through node-llama-cpp's chat wrapper for the model (its Jinja template when the GGUF has one).
  * A prompt with a suffix becomes a fill-in-the-middle prompt: FIM_PRE prompt FIM_SUF suffix FIM_MID.
+ * Offered tools are rendered as the template renders them (or, when it has no place for them, as
+ * node-llama-cpp documents functions in the system prompt).
  */
-export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix">): Token[] {
+export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools">): Token[] {
     if (request.prompt !== undefined && request.suffix !== undefined)
         return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)
@@ -29,7 +38,7 @@ export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "
     const messages = request.messages ?? [];
     if (!hasChatTemplate(model))
         return model.tokenize(plainChatText(messages), false);
-    return renderWithChatWrapper(model, messages);
+    return renderWithChatWrapper(model, messages, offeredTools(model, request));
 }
 
 function fillInTheMiddle(model: LlamaModel, prefix: string, suffix: string): Token[] {
@@ -73,14 +82,40 @@ export function chatWrapperFor(model: LlamaModel): ChatWrapper {
     return wrapper;
 }
 
-function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[]): Token[] {
+/** How the model writes a tool call (see ToolCallSyntax); for a model with a chat template. */
+export function toolCallSyntaxFor(model: LlamaModel): ToolCallSyntax {
+    const {LlamaText} = chatWrapperModule!;
+    const text = (value: unknown): string => LlamaText(value as Parameters<typeof LlamaText>[0]).toString();
+    return toolCallSyntaxOf(chatWrapperFor(model).settings.functions, text);
+}
+
+/** node-llama-cpp's function definitions; a tool's parameters are passed on as the JSON schema the client sent. */
+type ChatFunctions = Parameters<ChatWrapper["generateContextState"]>[0]["availableFunctions"];
+
+function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined): Token[] {
     const wrapper = chatWrapperFor(model);
-    const chatHistory: ChatHistoryItem[] = messages.map((message): ChatHistoryItem => {
-        if (message.role === "system") return {type: "system", text: message.content};
-        if (message.role === "user") return {type: "user", text: message.content};
-        return {type: "model", response: [message.content]};
-    });
+    let chatHistory;
+    try {
+        chatHistory = chatHistoryOf(messages);
+    } catch (error) {
+        throw error instanceof ChatHistoryError ? new PromptInputError(error.message) : error;
+    }
     chatHistory.push({type: "model", response: []});
-    const {contextText} = wrapper.generateContextState({chatHistory});
+    const availableFunctions = tools === undefined ? undefined
+        : Object.fromEntries(tools.map((tool) => [tool.name, {
+            ...tool.description !== undefined ? {description: tool.description} : {},
+            ...tool.parameters !== undefined ? {params: tool.parameters} : {}
+        }]));
+    let contextText;
+    try {
+        contextText = wrapper.generateContextState({
+            chatHistory, availableFunctions: availableFunctions as ChatFunctions, documentFunctionParams: true
+        }).contextText;
+    } catch (error) {
+        // node-llama-cpp documents a function's parameters from its schema; a schema it cannot read fails here.
+        if (tools === undefined)
+            throw error;
+        throw new PromptInputError(`could not render the tools into the prompt: ${error instanceof Error ? error.message : String(error)}`);
+    }
     return contextText.tokenize(model.tokenizer);
 }

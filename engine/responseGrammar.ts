@@ -2,11 +2,14 @@
  * Structured output (OpenAI's `response_format`): a request for JSON samples under a grammar, so every
  * token keeps the text a prefix of valid JSON — any JSON object (`json_object`, node-llama-cpp's `json`
  * grammar) or one that fits a JSON schema (`json_schema`, node-llama-cpp's schema-to-grammar converter).
- * Grammars are built once per distinct format and shared; each request gets its own evaluation state.
+ * A request that must call a tool samples under the grammar of a call (tools/toolCallGrammar.ts).
+ * Grammars are built once per distinct format or tool set and shared; each request gets its own evaluation state.
  */
-import type {ResponseFormat} from "../protocol/engineMessages.js";
+import type {ResponseFormat, ToolDefinition} from "../protocol/engineMessages.js";
 import {grammarSchema, unsupportedSchemaPart} from "../protocol/jsonSchemaSubset.js";
 import type {Llama, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, LlamaGrammarEvaluationStateClass} from "./llamaTypes.js";
+import {embeddableJsonGrammar, toolCallGrammar} from "./tools/toolCallGrammar.js";
+import type {ToolCallSyntax} from "./tools/toolCallSyntax.js";
 
 /** Grammars kept for reuse (a client sends the same schema with every request; an unbounded set of schemas must not grow memory). */
 const maxCachedGrammars = 32;
@@ -35,15 +38,36 @@ export class ResponseGrammars {
         return new this.GrammarState({model: this.model, grammar});
     }
 
+    /**
+     * A fresh state for a request that must call one of `tools` (in the model's call `syntax`); throws
+     * ResponseFormatError for a schema that cannot be used.
+     */
+    async toolCallStateFor(
+        syntax: ToolCallSyntax, tools: readonly ToolDefinition[], parallel: boolean
+    ): Promise<LlamaGrammarEvaluationState> {
+        for (const tool of tools) {
+            const unsupported = tool.parameters === undefined ? undefined : unsupportedSchemaPart(tool.parameters);
+            if (unsupported !== undefined)
+                throw new ResponseFormatError(`the parameters of tool ${tool.name} cannot be enforced ${unsupported}`);
+        }
+        const key = `tools:${JSON.stringify([syntax, tools.map((tool) => [tool.name, tool.parameters]), parallel])}`;
+        const grammar = await this.cached(key, () => this.buildToolCall(syntax, tools, parallel));
+        return new this.GrammarState({model: this.model, grammar});
+    }
+
     private grammarFor(format: ResponseFormat): Promise<LlamaGrammar> {
         // Checked before anything walks the schema (its size and depth are bounded there).
         const unsupported = format.type === "json_schema" ? unsupportedSchemaPart(format.schema) : undefined;
         if (unsupported !== undefined)
             return Promise.reject(new ResponseFormatError(`this schema cannot be enforced ${unsupported}`));
         const key = format.type === "json_object" ? "json_object" : `json_schema:${JSON.stringify(format.schema)}`;
+        return this.cached(key, () => this.build(format));
+    }
+
+    private cached(key: string, build: () => Promise<LlamaGrammar>): Promise<LlamaGrammar> {
         let grammar = this.grammars.get(key);
         if (grammar === undefined) {
-            grammar = this.build(format);
+            grammar = build();
             // A failed build is not kept: the error goes to this request only.
             grammar.catch(() => this.grammars.delete(key));
             this.grammars.set(key, grammar);
@@ -57,14 +81,36 @@ export class ResponseGrammars {
         return grammar;
     }
 
+    private async buildToolCall(syntax: ToolCallSyntax, tools: readonly ToolDefinition[], parallel: boolean): Promise<LlamaGrammar> {
+        const grammarTools = [];
+        for (const [index, tool] of tools.entries()) {
+            const rulePrefix = `tool${index}-`;
+            if (tool.parameters === undefined) {
+                grammarTools.push({name: tool.name, rulePrefix, argumentsGrammar: undefined});
+                continue;
+            }
+            const schemaGrammar = await this.jsonSchemaGrammar(tool.parameters, `the parameters of tool ${tool.name}`);
+            grammarTools.push({name: tool.name, rulePrefix, argumentsGrammar: embeddableJsonGrammar(schemaGrammar.grammar, rulePrefix)});
+        }
+        try {
+            return await this.llama.createGrammar({grammar: toolCallGrammar(syntax, grammarTools, parallel)});
+        } catch (error) {
+            throw new Error(`could not build the tool-call grammar: ${error instanceof Error ? error.message : String(error)}`, {cause: error});
+        }
+    }
+
+    private async jsonSchemaGrammar(schema: unknown, what: string): Promise<LlamaGrammar> {
+        try {
+            // Checked against the subset node-llama-cpp's converter supports (its GbnfJsonSchema type).
+            return await this.llama.createGrammarForJsonSchema(grammarSchema(schema) as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
+        } catch (error) {
+            throw new ResponseFormatError(`${what} cannot be turned into a grammar: ${error instanceof Error ? error.message : String(error)}`);
+        }
+    }
+
     private async build(format: ResponseFormat): Promise<LlamaGrammar> {
         if (format.type === "json_object")
             return await this.llama.getGrammarFor("json");
-        try {
-            // Checked by grammarFor against the subset node-llama-cpp's converter supports (its GbnfJsonSchema type).
-            return await this.llama.createGrammarForJsonSchema(grammarSchema(format.schema) as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
-        } catch (error) {
-            throw new ResponseFormatError(`the JSON schema cannot be turned into a grammar: ${error instanceof Error ? error.message : String(error)}`);
-        }
+        return await this.jsonSchemaGrammar(format.schema, "the JSON schema");
     }
 }

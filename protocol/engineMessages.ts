@@ -18,8 +18,25 @@ export type FinishReason = typeof finishReasons[number];
 export const requestErrorCodes = ["invalid_request", "context_length_exceeded", "queue_full", "engine_error"] as const;
 export type RequestErrorCode = typeof requestErrorCodes[number];
 
-export const chatRoles = ["system", "user", "assistant"] as const;
-export type ChatMessage = {role: typeof chatRoles[number], content: string};
+export const chatRoles = ["system", "user", "assistant", "tool"] as const;
+/**
+ * A chat message. An assistant message may carry the tool calls it made (`toolCalls`); a `tool` message is
+ * one call's result, matched to its call by `toolCallId` (or else to the earliest call still without one).
+ */
+export type ChatMessage = {role: typeof chatRoles[number], content: string, toolCalls?: ToolCall[], toolCallId?: string};
+
+/** A function the model may call: its parameters as a JSON schema (absent: it takes none). */
+export type ToolDefinition = {name: string, description?: string, parameters?: JsonObject};
+/** A call the model made: `arguments` is JSON text (an object), as OpenAI's API carries it. */
+export type ToolCall = {id: string, name: string, arguments: string};
+/**
+ * Whether the model must call a tool: "auto" = it chooses (its output is parsed for calls), "required" = at
+ * least one call, `{name}` = a call of that function (both sampled under a grammar of the call syntax).
+ */
+export type ToolChoice = "auto" | "required" | {name: string};
+/** The bounds of a request's tools (OpenAI's: 128 functions, names of 1–64 letters, digits, `_` and `-`). */
+export const maxTools = 128;
+export const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 
 export type GenerateRequest = {
     id: string,
@@ -51,6 +68,12 @@ export type GenerateRequest = {
     logitBias?: LogitBias[],
     /** Generate JSON (OpenAI's `response_format`); absent: free text. */
     responseFormat?: ResponseFormat,
+    /** With `messages`: functions the model may call, rendered by its chat template; calls come back in `finished`. */
+    tools?: ToolDefinition[],
+    /** With `tools`; default "auto". */
+    toolChoice?: ToolChoice,
+    /** Several calls in one answer (OpenAI's `parallel_tool_calls`); default true (with a named `toolChoice`: one call). */
+    parallelToolCalls?: boolean,
     /**
      * Report each generated token's log-probability and this many most likely alternatives (0 to
      * `maxTopLogprobs`) in its `tokens` events; absent: none (the cheaper path).
@@ -188,7 +211,12 @@ export type RequestEvent =
      */
     | {kind: "tokens", id: string, text: string, times: number[], logprobs?: TokenLogprob[]}
     | {kind: "preempted", id: string, t: number}
-    | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode};
+    /** `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text). */
+    | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode,
+        toolCalls?: GeneratedToolCall[]};
+
+/** A tool call as the engine parsed it; the server in front gives it its id. */
+export type GeneratedToolCall = Omit<ToolCall, "id">;
 
 export type RequestEventKind = RequestEvent["kind"];
 
@@ -227,10 +255,36 @@ export const maxCountTokensText = 4 << 20;
 export const maxStopStrings = 64;
 export const maxStopLength = 1000;
 
+function parseToolCall(value: unknown, what: string): ToolCall {
+    const obj = expectObject(value, what);
+    return {id: expectString(obj, "id", what, maxIdLength), name: expectString(obj, "name", what, 64), arguments: expectString(obj, "arguments", what)};
+}
+
 function parseChatMessage(value: unknown, index: number): ChatMessage {
     const what = `messages[${index}]`;
     const obj = expectObject(value, what);
-    return {role: expectOneOf(obj, "role", chatRoles, what), content: expectString(obj, "content", what)};
+    const message: ChatMessage = {role: expectOneOf(obj, "role", chatRoles, what), content: expectString(obj, "content", what)};
+    if (obj.toolCalls !== undefined)
+        message.toolCalls = expectArray(obj, "toolCalls", what, maxTools).map((call, i) => parseToolCall(call, `${what}.toolCalls[${i}]`));
+    const toolCallId = optionalString(obj, "toolCallId", what);
+    if (toolCallId !== undefined) message.toolCallId = toolCallId;
+    return message;
+}
+
+function parseToolDefinition(value: unknown, index: number): ToolDefinition {
+    const what = `request.tools[${index}]`;
+    const obj = expectObject(value, what);
+    const tool: ToolDefinition = {name: expectString(obj, "name", what, 64)};
+    const description = optionalString(obj, "description", what);
+    if (description !== undefined) tool.description = description;
+    if (obj.parameters !== undefined) tool.parameters = expectObject(obj.parameters, `${what}.parameters`);
+    return tool;
+}
+
+function parseToolChoice(value: unknown): ToolChoice {
+    if (value === "auto" || value === "required")
+        return value;
+    return {name: expectString(expectObject(value, "request.toolChoice"), "name", "request.toolChoice", 64)};
 }
 
 function parsePenalties(value: unknown): SamplingPenalties {
@@ -291,6 +345,14 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
                 throw new ProtocolError(`request.stop[${index}]: expected a non-empty string of at most ${maxStopLength} characters`);
             return value;
         });
+    if (obj.tools !== undefined) {
+        if (messages === undefined)
+            throw new ProtocolError("request.tools: only with messages");
+        request.tools = expectArray(obj, "tools", what, maxTools).map(parseToolDefinition);
+    }
+    if (obj.toolChoice !== undefined) request.toolChoice = parseToolChoice(obj.toolChoice);
+    const parallelToolCalls = optionalBoolean(obj, "parallelToolCalls", what);
+    if (parallelToolCalls !== undefined) request.parallelToolCalls = parallelToolCalls;
     const suffix = optionalString(obj, "suffix", what);
     if (suffix !== undefined) {
         if (prompt === undefined)
@@ -375,6 +437,11 @@ function parseRequestEvent(value: unknown): RequestEvent {
             const error = optionalString(obj, "error", what);
             if (error !== undefined) event.error = error;
             if (obj.errorCode !== undefined) event.errorCode = expectOneOf(obj, "errorCode", requestErrorCodes, what);
+            if (obj.toolCalls !== undefined)
+                event.toolCalls = expectArray(obj, "toolCalls", what, maxTools).map((call, i) => {
+                    const entry = expectObject(call, `${what}.toolCalls[${i}]`);
+                    return {name: expectString(entry, "name", `${what}.toolCalls[${i}]`, 64), arguments: expectString(entry, "arguments", `${what}.toolCalls[${i}]`)};
+                });
             return event;
         }
         default: return {kind, id, t: expectNumber(obj, "t", what)};

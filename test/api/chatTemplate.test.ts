@@ -17,8 +17,8 @@ import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 /** A template no built-in wrapper knows, so node-llama-cpp must run the Jinja itself. */
 const template = "{% for message in messages %}[{{ message['role'] | upper }}] {{ message['content'] }}\n{% endfor %}" +
     "{% if add_generation_prompt %}[ASSISTANT] {% endif %}";
-const messages: ChatMessage[] = [{role: "system", content: "Be brief."}, {role: "user", content: "Hi there"}, {role: "assistant", content: "Hello"},
-    {role: "user", content: "Tell a story"}];
+const messages = [{role: "system", content: "Be brief."}, {role: "user", content: "Hi there"}, {role: "assistant", content: "Hello"},
+    {role: "user", content: "Tell a story"}] as const satisfies ChatMessage[];
 
 describe("chat templates", () => {
     let llama: Llama;

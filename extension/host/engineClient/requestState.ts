@@ -1,4 +1,4 @@
-import type {FinishReason, RequestErrorCode, RequestEvent, TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {FinishReason, GeneratedToolCall, RequestErrorCode, RequestEvent, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {IterationStats} from "./engineStep.js";
 
@@ -19,7 +19,9 @@ export type RequestResult = RequestLifecycle & {
     /** Host-clock time each chunk was delivered to the host, with its token count. */
     deliveries: Delivery[],
     /** Each generated token's log-probability, when the request asked for them. */
-    logprobs?: TokenLogprob[]
+    logprobs?: TokenLogprob[],
+    /** The tool calls the engine parsed out of the output (not part of `text`), when the request offered tools. */
+    toolCalls?: GeneratedToolCall[]
 };
 
 export type FinishInput = {
@@ -49,6 +51,7 @@ export class RequestState {
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
     private logprobs: TokenLogprob[] | undefined;
+    private toolCalls: GeneratedToolCall[] | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
         this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
@@ -90,6 +93,7 @@ export class RequestState {
                     (this.logprobs ??= []).push(...event.logprobs);
                 return;
             case "finished":
+                this.toolCalls = event.toolCalls;
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
                     generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
                     ...(event.errorCode !== undefined ? {errorCode: event.errorCode} : {})}, iteration);
@@ -134,7 +138,8 @@ export class RequestState {
             throw new Error(`request ${lifecycle.id} has not finished`);
         return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
             text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
-            ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {})};
+            ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
+            ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {})};
     }
 
     private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {

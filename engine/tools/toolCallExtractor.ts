@@ -1,0 +1,195 @@
+/**
+ * Separates a tool-calling model's answer into its text and its calls, as the text streams: text that may
+ * be the start of a call is held back until the next text decides; from a call's first word on, the rest
+ * of the answer is kept aside and, at the end, parsed into calls. Parsing tolerates whitespace that
+ * differs from the template's; text that does not parse as a call (a function that is not offered,
+ * arguments that are not JSON) goes back into the answer's text, so nothing the model wrote is lost.
+ */
+import type {GeneratedToolCall} from "../../protocol/engineMessages.js";
+import {withFunctionName, type ToolCallSyntax} from "./toolCallSyntax.js";
+
+/** A syntax part's first word: what the model's output must contain for a call to have begun. */
+function firstWord(text: string): string {
+    return text.trimStart().split(/\s/)[0] ?? "";
+}
+
+export class ToolCallExtractor {
+    private readonly triggers: string[];
+    private readonly longest: number;
+    private held = "";
+    private captured: string | undefined;
+
+    constructor(private readonly syntax: ToolCallSyntax, private readonly toolNames: ReadonlySet<string>) {
+        const starts = [syntax.sectionPrefix, syntax.prefix, ...syntax.prefixAlternates].map(firstWord).filter((word) => word !== "");
+        this.triggers = [...new Set(starts)];
+        this.longest = Math.max(0, ...this.triggers.map((trigger) => trigger.length));
+    }
+
+    /** Adds text; returns the answer's text that may be output now. */
+    push(text: string): string {
+        if (this.captured !== undefined) {
+            this.captured += text;
+            return "";
+        }
+        const buffer = this.held + text;
+        let at = -1;
+        for (const trigger of this.triggers) {
+            const found = buffer.indexOf(trigger);
+            if (found !== -1 && (at === -1 || found < at))
+                at = found;
+        }
+        if (at !== -1) {
+            this.captured = buffer.slice(at);
+            this.held = "";
+            return buffer.slice(0, at);
+        }
+        const keep = this.partialTriggerLength(buffer);
+        this.held = buffer.slice(buffer.length - keep);
+        return buffer.slice(0, buffer.length - keep);
+    }
+
+    /** The end of the answer: the text still to output (held back, or a call that did not parse) and the calls. */
+    finish(): {text: string, calls: GeneratedToolCall[]} {
+        const held = this.held;
+        this.held = "";
+        if (this.captured === undefined)
+            return {text: held, calls: []};
+        const parsed = parseToolCalls(this.captured, this.syntax, this.toolNames);
+        this.captured = "";
+        return parsed;
+    }
+
+    private partialTriggerLength(buffer: string): number {
+        for (let length = Math.min(this.longest - 1, buffer.length); length > 0; length--) {
+            const suffix = buffer.slice(buffer.length - length);
+            if (this.triggers.some((trigger) => trigger.startsWith(suffix)))
+                return length;
+        }
+        return 0;
+    }
+}
+
+const namePattern = /[A-Za-z0-9_-]/;
+
+/** Reads `text` from `pos` on; every method moves `pos` only when it succeeds. */
+class Reader {
+    pos = 0;
+
+    constructor(readonly text: string) {}
+
+    skipWhitespace(): void {
+        while (this.pos < this.text.length && /\s/.test(this.text[this.pos]!))
+            this.pos++;
+    }
+
+    /** Matches `literal`, whitespace in either being free (a template's "{\"name\": " matches the model's "{\"name\":"). */
+    literal(literal: string): boolean {
+        let at = this.pos;
+        for (const char of literal) {
+            if (/\s/.test(char))
+                continue;
+            while (at < this.text.length && /\s/.test(this.text[at]!))
+                at++;
+            if (this.text[at] !== char)
+                return false;
+            at++;
+        }
+        this.pos = at;
+        return true;
+    }
+
+    name(): string {
+        this.skipWhitespace();
+        const start = this.pos;
+        while (this.pos < this.text.length && namePattern.test(this.text[this.pos]!))
+            this.pos++;
+        return this.text.slice(start, this.pos);
+    }
+
+    /** One JSON value's text (an object or array by bracket balance, else a string or a bare literal), if it parses. */
+    json(): string | undefined {
+        this.skipWhitespace();
+        const start = this.pos;
+        const first = this.text[start];
+        let end = start;
+        if (first === "{" || first === "[") {
+            let depth = 0;
+            let inString = false;
+            for (; end < this.text.length; end++) {
+                const char = this.text[end];
+                if (inString) {
+                    if (char === "\\") end++;
+                    else if (char === "\"") inString = false;
+                } else if (char === "\"") inString = true;
+                else if (char === "{" || char === "[") depth++;
+                else if (char === "}" || char === "]") {
+                    depth--;
+                    if (depth === 0) break;
+                }
+            }
+            end++;
+        } else if (first === "\"") {
+            for (end = start + 1; end < this.text.length && this.text[end] !== "\""; end++)
+                if (this.text[end] === "\\") end++;
+            end++;
+        } else
+            while (end < this.text.length && /[^\s,)}\]]/.test(this.text[end]!)) end++;
+        const candidate = this.text.slice(start, end);
+        try {
+            JSON.parse(candidate);
+        } catch {
+            return undefined;
+        }
+        this.pos = end;
+        return candidate;
+    }
+}
+
+/**
+ * The calls at the start of `text` (which begins where a call's first word was seen), and the text after
+ * the last whole call. A call that does not parse ends the list there; when none parses, all of `text`
+ * is the answer's text.
+ */
+export type ParsedToolCalls = {text: string, calls: GeneratedToolCall[]};
+
+export function parseToolCalls(text: string, syntax: ToolCallSyntax, toolNames: ReadonlySet<string>): ParsedToolCalls {
+    const reader = new Reader(text);
+    const calls: GeneratedToolCall[] = [];
+    if (syntax.sectionPrefix !== "")
+        reader.literal(syntax.sectionPrefix);
+    for (;;) {
+        const callStart = reader.pos;
+        if (calls.length > 0 && syntax.betweenCalls !== "")
+            reader.literal(syntax.betweenCalls);
+        if (![syntax.prefix, ...syntax.prefixAlternates].some((prefix) => reader.literal(prefix))) {
+            reader.pos = callStart;
+            break;
+        }
+        const call = readCall(reader, syntax, toolNames);
+        if (call === undefined) {
+            reader.pos = callStart;
+            break;
+        }
+        calls.push(call);
+    }
+    if (calls.length === 0)
+        return {text, calls};
+    if (syntax.sectionSuffix !== "")
+        reader.literal(syntax.sectionSuffix);
+    const rest = text.slice(reader.pos);
+    return {text: rest.trim() === "" ? "" : rest, calls};
+}
+
+function readCall(reader: Reader, syntax: ToolCallSyntax, toolNames: ReadonlySet<string>): GeneratedToolCall | undefined {
+    const name = reader.name();
+    if (!toolNames.has(name) || !reader.literal(withFunctionName(syntax.paramsPrefix, name)))
+        return undefined;
+    const suffix = withFunctionName(syntax.suffix, name);
+    const args = reader.json();
+    if (args !== undefined && reader.literal(suffix))
+        return {name, arguments: args};
+    // A function without parameters may be called with nothing between the parentheses (node-llama-cpp's own syntax).
+    if (args === undefined && reader.literal(suffix))
+        return {name, arguments: "{}"};
+    return undefined;
+}
