@@ -6,13 +6,14 @@
  * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
  * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
  * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
- * grammar). Fields this server does not use (user, tools, …) are ignored, as
- * llama.cpp ignores fields it does not know; fields whose meaning it cannot honour (n > 1, echo,
- * a tool_choice that demands a tool call) are refused with a 400 naming them.
+ * grammar), and tool calling (`tools`, `tool_choice`, … in openaiTools.ts). Fields this server does not
+ * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
+ * honour (n > 1, echo) are refused with a 400 naming them.
  */
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
+import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
@@ -34,7 +35,7 @@ export type SamplingParams = EngineSampling & {
     model?: string
 };
 
-export type ChatCompletionRequest = SamplingParams & {messages: ChatMessage[]};
+export type ChatCompletionRequest = SamplingParams & ToolParams & {messages: ChatMessage[]};
 export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
 
 /** OpenAI's `usage.prompt_tokens_details`: `cached_tokens` = prompt tokens served from the prefix cache (vLLM's `num_cached_tokens`). */
@@ -44,7 +45,10 @@ export type PromptTokensDetails = {cached_tokens: number};
  * in whole responses and in the final usage chunk of a stream, as OpenAI does; other servers may leave it out.
  */
 export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number, prompt_tokens_details?: PromptTokensDetails};
-export type ApiFinishReason = "stop" | "length";
+export type ApiFinishReason = "stop" | "length" | "tool_calls";
+
+/** A tool call in a response: `arguments` is the JSON text the model wrote. */
+export type ApiToolCall = {id: string, type: "function", function: {name: string, arguments: string}};
 
 /** A chat token's log-probability as OpenAI reports it: its text, its UTF-8 bytes, and the alternatives. */
 export type ChatTokenLogprob = {
@@ -59,13 +63,15 @@ export type CompletionLogprobs = {
 
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
-    choices: [{index: 0, message: {role: "assistant", content: string}, finish_reason: ApiFinishReason, logprobs: ChatLogprobs | null}],
+    choices: [{index: 0, message: {role: "assistant", content: string | null, tool_calls?: ApiToolCall[]}, finish_reason: ApiFinishReason,
+        logprobs: ChatLogprobs | null}],
     usage: Usage
 };
 export type ChatCompletionChunk = {
     id: string, object: "chat.completion.chunk", created: number, model: string,
     choices: Array<{
-        index: 0, delta: {role?: "assistant", content?: string}, finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
+        index: 0, delta: {role?: "assistant", content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
+        finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
     }>,
     usage?: Usage | null
 };
@@ -145,7 +151,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
 function parseContent(value: unknown, param: string, role: string): string {
     if (typeof value === "string")
         return value;
-    if ((value === null || value === undefined) && role === "assistant")
+    if ((value === null || value === undefined) && (role === "assistant" || role === "function"))
         return "";
     if (!Array.isArray(value))
         fail(param, "expected a string or an array of text parts");
@@ -161,23 +167,16 @@ function parseMessage(value: unknown, index: number): ChatMessage {
     if (!isObject(value))
         fail(param, "expected an object");
     const role = value.role;
-    if (role !== "system" && role !== "developer" && role !== "user" && role !== "assistant")
-        fail(`${param}.role`, `expected one of system, developer, user, assistant${typeof role === "string" ? `, got ${JSON.stringify(role).slice(0, 40)}` : ""}`);
-    return {role: role === "developer" ? "system" : role, content: parseContent(value.content, `${param}.content`, role)};
-}
-
-/**
- * This server does not render `tools` into the prompt nor parse calls out of the output, so the model
- * answers in text. That is a valid answer under `tool_choice` "auto" (the model may always choose not
- * to call); one that demands a call ("required", a named function, the legacy `function_call`) is refused.
- */
-function refuseForcedToolCalls(body: JsonObject): void {
-    const choice = body.tool_choice;
-    if (choice !== undefined && choice !== null && choice !== "auto" && choice !== "none")
-        fail("tool_choice", "tool calling is not supported: this server cannot make the model call a tool (with \"auto\" or \"none\" it answers in text)");
-    const legacy = body.function_call;
-    if (legacy !== undefined && legacy !== null && legacy !== "auto" && legacy !== "none")
-        fail("function_call", "function calling is not supported: this server cannot make the model call a function");
+    if (role !== "system" && role !== "developer" && role !== "user" && role !== "assistant" && role !== "tool" && role !== "function")
+        fail(`${param}.role`, `expected one of system, developer, user, assistant, tool${typeof role === "string" ? `, got ${JSON.stringify(role).slice(0, 40)}` : ""}`);
+    const content = parseContent(value.content, `${param}.content`, role);
+    if (role === "tool" || role === "function")
+        return {role: "tool", content, ...toolMessageFields(value, param)};
+    if (role === "assistant") {
+        const toolCalls = parseMessageToolCalls(value, param);
+        return {role, content, ...toolCalls !== undefined && toolCalls.length > 0 ? {toolCalls} : {}};
+    }
+    return {role: role === "developer" ? "system" : role, content};
 }
 
 function expectBody(value: unknown): JsonObject {
@@ -194,8 +193,12 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
         fail("messages", "expected a non-empty array");
     if (messages.length > maxMessages)
         fail("messages", `at most ${maxMessages} messages`);
-    refuseForcedToolCalls(body);
-    return {...parseSampling(body, "chat"), messages: messages.map(parseMessage)};
+    const request: ChatCompletionRequest = {...parseSampling(body, "chat"), ...parseToolParams(body), messages: messages.map(parseMessage)};
+    if (request.toolChoice !== undefined && request.ignoreEos)
+        fail("ignore_eos", "cannot be used with a tool_choice that demands a call (the call ends the answer)");
+    if (request.toolChoice !== undefined && request.responseFormat !== undefined)
+        fail("response_format", "cannot be used with a tool_choice that demands a call");
+    return request;
 }
 
 /** Validates a `POST /v1/completions` body; throws ApiRequestError naming the field. */

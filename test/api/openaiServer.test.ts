@@ -272,7 +272,7 @@ describe("OpenAI-compatible endpoint", () => {
             [{messages: []}, "messages"],
             [{messages: [{role: "user", content: "hi"}], max_tokens: 0}, "max_tokens"],
             [{messages: [{role: "user", content: "hi"}], stop: [""]}, "stop[0]"],
-            // Tools are not rendered nor parsed: a request that demands a call cannot be served.
+            // The tiny model has no chat template to render tools with: a request that demands a call cannot be served (toolCalls.test.ts has the rest).
             [{messages: [{role: "user", content: "hi"}], tools: [{type: "function", function: {name: "f"}}], tool_choice: "required"}, "tool_choice"],
             [{messages: [{role: "user", content: "hi"}], tool_choice: {type: "function", function: {name: "f"}}}, "tool_choice"],
             [{messages: [{role: "user", content: "hi"}], function_call: {name: "f"}}, "function_call"]
@@ -281,7 +281,7 @@ describe("OpenAI-compatible endpoint", () => {
             assert.equal(response.status, 400, response.body);
             assert.equal(errorOf(response).param, param, response.body);
         }
-        // "auto" leaves the model free not to call: it answers in text.
+        // "auto" leaves the model free not to call: without a template to offer the tools in, it answers in text.
         const auto = await raw(server.port, "POST", "/v1/chat/completions", JSON.stringify({messages: [{role: "user", content: "hi"}], max_tokens: 2,
             tools: [{type: "function", function: {name: "f", parameters: {type: "object"}}}], tool_choice: "auto"}));
         assert.equal(auto.status, 200, auto.body);

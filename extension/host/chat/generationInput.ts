@@ -30,9 +30,12 @@ export function defaultMaxTokens(info: EngineInfo): number {
     return Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
 }
 
+/** What a request generates from: a prompt (FIM with `suffix`) or messages (with the tools they may call). */
+export type GenerationSource = Pick<GenerateInput, "prompt" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls">;
+
 /** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
 export function generationInput(
-    input: Pick<GenerateInput, "prompt" | "messages" | "suffix">, params: GenerationParams, info: EngineInfo, client: string
+    input: GenerationSource, params: GenerationParams, info: EngineInfo, client: string
 ): GenerateInput {
     return {
         ...input,

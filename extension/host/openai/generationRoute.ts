@@ -5,8 +5,10 @@
  * request it refuses (too long for the context, a bad parameter) gets a 400 even when streaming.
  */
 import type http from "node:http";
+import {randomBytes} from "node:crypto";
 import type {
-    ApiFinishReason, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionChunk, CompletionRequest,
+    ApiFinishReason, ApiToolCall, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionChunk,
+    CompletionRequest,
     SamplingParams, Usage
 } from "../../../protocol/openaiApi.js";
 import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
@@ -14,7 +16,7 @@ import {checkLogitBias} from "../../../protocol/openaiSampling.js";
 import type {EngineInfo, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
-import {generationInput} from "../chat/generationInput.js";
+import {generationInput, type GenerationSource} from "../chat/generationInput.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 export type GenerationContext = {
@@ -33,7 +35,9 @@ type Kind = "chat" | "completions";
 
 /** Serves a chat completion request. */
 export async function serveChatCompletion(body: ChatCompletionRequest, context: GenerationContext): Promise<void> {
-    await serveGeneration("chat", body, {messages: body.messages}, context);
+    const {tools, toolChoice, parallelToolCalls} = body;
+    await serveGeneration("chat", body, {messages: body.messages, ...tools !== undefined ? {tools} : {},
+        ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {}}, context);
 }
 
 /** Serves a (text) completion request; with `suffix`, fill in the middle. */
@@ -41,7 +45,7 @@ export async function serveCompletion(body: CompletionRequest, context: Generati
     await serveGeneration("completions", body, {prompt: body.prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})}, context);
 }
 
-async function serveGeneration(kind: Kind, params: SamplingParams, input: Pick<GenerateInput, "prompt" | "messages" | "suffix">,
+async function serveGeneration(kind: Kind, params: SamplingParams, input: GenerationSource,
                                context: GenerationContext): Promise<void> {
     const {client, info, response} = context;
     // Refused here only when requests already wait, so this one would wait behind them. Whether a request
@@ -89,7 +93,15 @@ function usageOf(result: RequestResult): Usage {
 }
 
 function finishReason(result: RequestResult): ApiFinishReason {
+    if (result.toolCalls !== undefined && result.toolCalls.length > 0)
+        return "tool_calls";
     return result.reason === "length" ? "length" : "stop";
+}
+
+/** The result's tool calls, each with an id of its own (OpenAI's `call_…`). */
+function toolCallsOf(result: RequestResult): ApiToolCall[] | undefined {
+    return result.toolCalls?.map((call) => ({id: `call_${randomBytes(12).toString("hex")}`, type: "function",
+        function: {name: call.name, arguments: call.arguments}}));
 }
 
 /** 503 `queue_full`: the server answers it with `Retry-After` (apiServer.ts). */
@@ -102,7 +114,8 @@ function refusal(result: RequestResult, client: EngineClient, withSuffix = false
     const message = result.error ?? `the request ended with ${result.reason}`;
     if (result.errorCode === "invalid_request")
         return new ApiRequestError(message, message.startsWith("responseFormat:") ? "response_format"
-            : withSuffix && message.includes("suffix") ? "suffix" : null, 400);
+            : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
+                : withSuffix && message.includes("suffix") ? "suffix" : null, 400);
     if (result.errorCode === "context_length_exceeded")
         return new ApiRequestError(message, "max_tokens", 400, "invalid_request_error", "context_length_exceeded");
     // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
@@ -120,9 +133,14 @@ async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult,
     if (result.reason === "error" || result.reason === "abort")
         throw refusal(result, client);
     const logprobs = result.logprobs;
+    const toolCalls = toolCallsOf(result);
+    // With tool calls and no text, `content` is null, as OpenAI answers.
+    const message: ChatCompletion["choices"][0]["message"] = toolCalls !== undefined
+        ? {role: "assistant", content: result.text === "" ? null : result.text, tool_calls: toolCalls}
+        : {role: "assistant", content: result.text};
     const body: ChatCompletion | Completion = kind === "chat"
         ? {...ids, object: "chat.completion", usage: usageOf(result),
-            choices: [{index: 0, message: {role: "assistant", content: result.text}, finish_reason: finishReason(result),
+            choices: [{index: 0, message, finish_reason: finishReason(result),
                 logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null}]}
         : {...ids, object: "text_completion", usage: usageOf(result),
             choices: [{index: 0, text: result.text, finish_reason: finishReason(result),
@@ -173,6 +191,11 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         const code = result.reason === "abort" ? "cancelled" : "engine_error";
         send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
     } else {
+        // Tool calls arrive whole, after the text: the engine knows a call only once it has ended.
+        const toolCalls = toolCallsOf(result);
+        if (kind === "chat" && toolCalls !== undefined)
+            send({...ids, object: "chat.completion.chunk", choices: [{index: 0, finish_reason: null, logprobs: null,
+                delta: {tool_calls: toolCalls.map((call, index) => ({index, ...call}))}}]} satisfies ChatCompletionChunk);
         send(chunk(kind, ids, kind === "chat" ? undefined : "", finishReason(result)));
         if (includeUsage)
             send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(result)});

@@ -1,0 +1,130 @@
+/**
+ * OpenAI's tool-calling fields: `tools` (functions with JSON-schema parameters), `tool_choice`,
+ * `parallel_tool_calls`, and in the messages, an assistant's `tool_calls` and the `tool` messages that
+ * answer them (also in the legacy shapes: an assistant's `function_call`, `function` messages) — read into
+ * the engine request's terms. The legacy request fields `functions` / `function_call` are not served: their
+ * answers have another shape; `functions` is ignored (the model answers in text) and a forced
+ * `function_call` is refused.
+ */
+import {maxTools, toolNamePattern, type ChatMessage, type ToolCall, type ToolChoice, type ToolDefinition} from "./engineMessages.js";
+import {fail, optionalBooleanField} from "./openaiFields.js";
+import {isObject, type JsonObject} from "./validation.js";
+
+/** What a chat request asks of tools; `tools` is absent when none are offered (or `tool_choice` is "none"). */
+export type ToolParams = {tools?: ToolDefinition[], toolChoice?: ToolChoice, parallelToolCalls?: boolean};
+
+const maxToolCallIdLength = 200;
+
+function functionName(value: unknown, param: string): string {
+    if (typeof value !== "string" || !toolNamePattern.test(value))
+        fail(param, "expected a function name of 1 to 64 letters, digits, \"_\" or \"-\"");
+    return value;
+}
+
+function parseFunction(value: unknown, param: string): ToolDefinition {
+    if (!isObject(value))
+        fail(param, "expected an object");
+    const tool: ToolDefinition = {name: functionName(value.name, `${param}.name`)};
+    if (value.description !== undefined && value.description !== null) {
+        if (typeof value.description !== "string")
+            fail(`${param}.description`, "expected a string");
+        tool.description = value.description;
+    }
+    if (value.parameters !== undefined && value.parameters !== null) {
+        if (!isObject(value.parameters))
+            fail(`${param}.parameters`, "expected a JSON schema object");
+        tool.parameters = value.parameters;
+    }
+    return tool;
+}
+
+function parseTools(value: unknown): ToolDefinition[] | undefined {
+    if (value === undefined || value === null)
+        return undefined;
+    if (!Array.isArray(value) || value.length > maxTools)
+        fail("tools", `expected an array of at most ${maxTools} tools`);
+    const tools = value.map((entry, index) => {
+        if (!isObject(entry) || entry.type !== "function")
+            fail(`tools[${index}].type`, "only \"function\" tools are supported");
+        return parseFunction(entry.function, `tools[${index}].function`);
+    });
+    const names = new Set<string>();
+    for (const tool of tools) {
+        if (names.has(tool.name))
+            fail("tools", `the function ${tool.name} is given twice`);
+        names.add(tool.name);
+    }
+    return tools;
+}
+
+function parseToolChoice(value: unknown, tools: ToolDefinition[] | undefined): ToolChoice | "none" | undefined {
+    if (value === undefined || value === null)
+        return undefined;
+    if (value === "none" || value === "auto")
+        return value;
+    let choice: ToolChoice;
+    if (value === "required")
+        choice = "required";
+    else if (isObject(value) && value.type === "function" && isObject(value.function))
+        choice = {name: functionName(value.function.name, "tool_choice.function.name")};
+    else
+        fail("tool_choice", "expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": …}}");
+    if (tools === undefined || tools.length === 0)
+        fail("tool_choice", "a tool call is demanded but no tools are given");
+    if (typeof choice === "object" && !tools.some((tool) => tool.name === choice.name))
+        fail("tool_choice", `the function ${choice.name} is not among the tools`);
+    return choice;
+}
+
+/** The request's tool fields. */
+export function parseToolParams(body: JsonObject): ToolParams {
+    const legacyChoice = body.function_call;
+    if (legacyChoice !== undefined && legacyChoice !== null && legacyChoice !== "auto" && legacyChoice !== "none")
+        fail("function_call", "the legacy function_call is not supported: use tools and tool_choice");
+    const tools = parseTools(body.tools);
+    const choice = parseToolChoice(body.tool_choice, tools);
+    const parallel = optionalBooleanField(body, "parallel_tool_calls");
+    if (tools === undefined || tools.length === 0 || choice === "none")
+        return {};
+    return {tools, ...choice !== undefined && choice !== "auto" ? {toolChoice: choice} : {}, ...parallel !== undefined ? {parallelToolCalls: parallel} : {}};
+}
+
+function parseToolCall(value: unknown, param: string): ToolCall {
+    if (!isObject(value))
+        fail(param, "expected an object");
+    if (typeof value.id !== "string" || value.id === "" || value.id.length > maxToolCallIdLength)
+        fail(`${param}.id`, `expected a string of 1 to ${maxToolCallIdLength} characters`);
+    if (value.type !== undefined && value.type !== "function")
+        fail(`${param}.type`, "only \"function\" calls are supported");
+    const fn = value.function;
+    if (!isObject(fn))
+        fail(`${param}.function`, "expected an object");
+    if (typeof fn.arguments !== "string")
+        fail(`${param}.function.arguments`, "expected a string of JSON");
+    return {id: value.id, name: functionName(fn.name, `${param}.function.name`), arguments: fn.arguments};
+}
+
+/** An assistant message's `tool_calls` (or legacy `function_call`), if any. */
+export function parseMessageToolCalls(message: JsonObject, param: string): ToolCall[] | undefined {
+    if (message.function_call !== undefined && message.function_call !== null) {
+        const call = message.function_call;
+        if (!isObject(call) || typeof call.arguments !== "string")
+            fail(`${param}.function_call`, "expected {\"name\": …, \"arguments\": \"…\"}");
+        return [{id: `${param}.function_call`, name: functionName(call.name, `${param}.function_call.name`), arguments: call.arguments}];
+    }
+    const calls = message.tool_calls;
+    if (calls === undefined || calls === null)
+        return undefined;
+    if (!Array.isArray(calls) || calls.length > maxTools)
+        fail(`${param}.tool_calls`, `expected an array of at most ${maxTools} calls`);
+    return calls.map((call, index) => parseToolCall(call, `${param}.tool_calls[${index}]`));
+}
+
+/** A `tool` message's `tool_call_id` (absent for the legacy `function` role, answered in order). */
+export function toolMessageFields(message: JsonObject, param: string): Pick<ChatMessage, "toolCallId"> {
+    if (message.role === "function")
+        return {};
+    if (typeof message.tool_call_id !== "string" || message.tool_call_id === "" || message.tool_call_id.length > maxToolCallIdLength)
+        fail(`${param}.tool_call_id`, `expected a string of 1 to ${maxToolCallIdLength} characters`);
+    return {toolCallId: message.tool_call_id};
+}
