@@ -5,6 +5,7 @@ import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
 import {warmUpModel} from "./modelWarmUp.js";
+import {hasChatTemplate} from "./promptRenderer.js";
 import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
 import {backendNames} from "../common/gpuBackendText.js";
 import {nowMs} from "../common/clock.js";
@@ -86,7 +87,8 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
                 quantization: validated.quantization,
                 sizeBytes: validated.sizeBytes,
                 trainContextLength: validated.contextLength ?? context.contextSize,
-                ...(validated.vocabSize !== undefined ? {vocabularySize: validated.vocabSize} : {})
+                ...(validated.vocabSize !== undefined ? {vocabularySize: validated.vocabSize} : {}),
+                toolCalling: hasChatTemplate(model)
             },
             contextSize: context.contextSize,
             parallel,

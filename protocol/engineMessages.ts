@@ -171,7 +171,9 @@ export type ModelInfo = {
     sizeBytes: number,
     trainContextLength: number,
     /** Tokens in the model's vocabulary (`tokenizer.ggml.tokens`); absent when the file does not list them. */
-    vocabularySize?: number
+    vocabularySize?: number,
+    /** Whether requests may offer it tools: it has a chat template to render them with. Absent: no. */
+    toolCalling?: boolean
 };
 
 /** A GPU backend that failed the engine's self-test under gpu "auto", so the next one (or the CPU) was used. */
@@ -476,6 +478,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
     if (!gpuDevices.every((name) => typeof name === "string"))
         throw new ProtocolError("info.gpuDevices: expected strings");
     const vocabularySize = optionalInteger(model, "vocabularySize", "info.model");
+    const toolCalling = optionalBoolean(model, "toolCalling", "info.model");
     return {
         pid: expectInteger(obj, "pid", "info"),
         backend: expectOneOf(obj, "backend", gpuBackends, "info"),
@@ -491,7 +494,8 @@ export function parseEngineInfo(value: unknown): EngineInfo {
             quantization: expectString(model, "quantization", "info.model"),
             sizeBytes: expectNumber(model, "sizeBytes", "info.model"),
             trainContextLength: expectInteger(model, "trainContextLength", "info.model"),
-            ...(vocabularySize !== undefined ? {vocabularySize} : {})
+            ...(vocabularySize !== undefined ? {vocabularySize} : {}),
+            ...(toolCalling !== undefined ? {toolCalling} : {})
         },
         contextSize: expectInteger(obj, "contextSize", "info"),
         parallel: expectInteger(obj, "parallel", "info"),

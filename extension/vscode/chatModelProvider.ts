@@ -4,10 +4,11 @@
  * every extension. Each request runs on the Engine like the OpenAI endpoint's (the same request
  * building, `extension/host/chat/`), labelled with client `vscode.lm`, so it shows in the panel.
  */
+import {randomBytes} from "node:crypto";
 import * as vscode from "vscode";
-import type {ChatMessage} from "../../protocol/engineMessages.js";
 import {generationInput} from "../host/chat/generationInput.js";
 import {modelId} from "../host/openai/apiServer.js";
+import {textOf, toChatMessages, toToolCallPart, toToolDefinitions} from "./chatMessages.js";
 import type {EngineController} from "./engineController.js";
 
 export const chatVendor = "inference-monitor";
@@ -64,7 +65,10 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
         const modelOptions: Readonly<Record<string, unknown>> = options.modelOptions ?? {};
         const maxTokens = modelOptions.max_tokens ?? modelOptions.maxTokens;
         const temperature = modelOptions.temperature;
-        const handle = client.generate(generationInput({messages: messages.map(toChatMessage)}, {
+        // Tools (VS Code's agent mode, other extensions' tools) are offered when the model's template can render them.
+        const tools = info.model.toolCalling === true ? toToolDefinitions(options.tools ?? []) : [];
+        const handle = client.generate(generationInput({messages: toChatMessages(messages), ...tools.length > 0 ? {tools} : {},
+            ...tools.length > 0 && options.toolMode === vscode.LanguageModelChatToolMode.Required ? {toolChoice: "required"} : {}}, {
             ...(typeof maxTokens === "number" ? {maxTokens} : {}),
             ...(typeof temperature === "number" ? {temperature} : {})
         }, info, vscodeLmClient));
@@ -87,6 +91,8 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
             }
             if (result.reason === "abort" && token.isCancellationRequested)
                 throw new vscode.CancellationError();
+            for (const call of result.toolCalls ?? [])
+                progress.report(toToolCallPart(call, `call_${randomBytes(12).toString("hex")}`));
         } finally {
             cancel.dispose();
         }
@@ -97,7 +103,7 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
         const client = this.controller.engine;
         if (client === undefined)
             throw vscode.LanguageModelError.NotFound("no local model is running");
-        return await client.countTokens(typeof text === "string" ? text : textOf(text));
+        return await client.countTokens(typeof text === "string" ? text : textOf(text.content));
     }
 
     private currentInformation(): vscode.LanguageModelChatInformation | undefined {
@@ -116,16 +122,7 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
             tooltip: `${info.model.path} — ${info.backend.toUpperCase()}, ${info.parallel} sequences`,
             maxInputTokens: perRequest,
             maxOutputTokens: perRequest,
-            capabilities: {imageInput: false, toolCalling: false}
+            capabilities: {imageInput: false, toolCalling: info.model.toolCalling === true}
         };
     }
-}
-
-function toChatMessage(message: vscode.LanguageModelChatRequestMessage): ChatMessage {
-    return {role: message.role === vscode.LanguageModelChatMessageRole.Assistant ? "assistant" : "user", content: textOf(message)};
-}
-
-/** The text parts of a message (tool calls and data parts have no text for this model). */
-function textOf(message: vscode.LanguageModelChatRequestMessage): string {
-    return message.content.map((part) => part instanceof vscode.LanguageModelTextPart ? part.value : "").join("");
 }

@@ -18,7 +18,7 @@ import {after, before, describe, it} from "node:test";
 import OpenAI from "openai";
 import {startServe} from "../../scripts/serveProcess.js";
 import type {FrameLocator, Page} from "playwright-core";
-import {ensureDemoModel} from "../../engine/model/demoModel.js";
+import {demoChatTemplates, ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
 import {
     answerInputBox, assertE2EPrerequisites, notificationTexts, e2eSkipReason, ensureVsix, extensionHostLogs, launchBrowser, openWorkbench, pickQuickPickItem, repoRoot,
@@ -109,7 +109,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
 
     before(async () => {
         assertE2EPrerequisites();
-        modelPath = await ensureDemoModel({size: "tiny", cacheDir: testCacheDir});
+        // With a chat template, so VS Code's chat can offer it tools (the demo's llama2 one: node-llama-cpp documents them).
+        modelPath = await ensureDemoModel({size: "tiny", cacheDir: testCacheDir, chatTemplate: demoChatTemplates.llama2});
         apiPort = await freePort();
         proxyPort = await freePort();
         const workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-ws-"));
@@ -286,6 +287,10 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             await row.locator('[data-col="errors"]', {hasText: /^0 \(\+1 aborted\)$/}).waitFor({state: "attached", timeout: 30_000});
             const generated = Number(/\/\s*(\d+)/.exec(await row.locator('[data-col="tokens"]').textContent() ?? "")?.[1]);
             assert.ok(generated < 48 + 1000, `the cancelled request stopped early (generated tokens of both: ${generated})`);
+            // Tool calling, as VS Code's agent mode uses it: the model must call the tool; the result goes back and it answers.
+            await runCommand(page, "LM Client: Make the Local Model Call a Tool");
+            const tool = await waitForNotification(page, /\[lm-client\] tool=.* tool done/, {timeoutMs: 60_000});
+            assert.match(tool, /tool=get_weather input=\{"city":"(Paris|Rome)"\} text=0 answer chars=[1-9]\d* tool done/);
         });
     });
 
