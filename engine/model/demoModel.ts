@@ -38,6 +38,27 @@ const dtypeEncodings: Record<DemoModelDtype, {fileType: number, matrices: GgufTe
  * `<<SYS>>`) are plain text, and it brackets turns with `<s>` / `</s>`, which are in the demo vocabulary.
  */
 export const demoChatTemplates = {
+    /**
+     * ChatML with tools: offered in the system message as JSON lines, calls written as JSON inside
+     * <tool_call> tags and results inside <tool_response> tags (the style of many open models' templates),
+     * so a demo model can show tool calling in a template's own syntax.
+     */
+    chatmlTools:
+        "{%- if tools %}<|im_start|>system\n" +
+        "{% if messages[0].role == 'system' %}{{ messages[0].content }}\n\n{% endif %}" +
+        "You may call functions. Their signatures, one JSON object per line, inside <tools></tools>:\n<tools>\n" +
+        "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}</tools>\n" +
+        "To call one, answer with <tool_call>\n{\"name\": <function-name>, \"arguments\": <arguments-object>}\n</tool_call><|im_end|>\n" +
+        "{% elif messages[0].role == 'system' %}<|im_start|>system\n{{ messages[0].content }}<|im_end|>\n{% endif %}" +
+        "{%- for message in messages %}" +
+        "{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n" +
+        "{% elif message.role == 'assistant' %}<|im_start|>assistant\n{% if message.content %}{{ message.content }}{% endif %}" +
+        "{%- if message.tool_calls %}{%- for call in message.tool_calls %}\n<tool_call>\n" +
+        "{\"name\": \"{{ call.function.name }}\", \"arguments\": {{ call.function.arguments | tojson }}}\n</tool_call>" +
+        "{%- endfor %}{% endif %}<|im_end|>\n" +
+        "{% elif message.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ message.content }}\n</tool_response><|im_end|>\n" +
+        "{% endif %}{%- endfor %}" +
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
     llama2:
         "{% for message in messages %}" +
         "{% if message['role'] == 'system' %}{{ bos_token }}<<SYS>>\n{{ message['content'] }}\n<</SYS>>\n\n" +

@@ -169,12 +169,12 @@ for (const [templateName, template] of Object.entries(toolTemplates)) {
 describe("tool calls: what the engine renders and parses", () => {
     let llama: Llama;
     let model: LlamaModel;
-    const api = apiForSuite(async () => ({modelPath: await templatedModel(toolTemplates.hermesTools), contextSize: 4096}));
+    const api = apiForSuite(async () => ({modelPath: await templatedModel(toolTemplates.chatmlTools), contextSize: 4096}));
 
     before(async () => {
         const {getLlama} = await importNodeLlamaCpp();
         llama = await getLlama({gpu: false, build: "never"});
-        model = await llama.loadModel({modelPath: await templatedModel(toolTemplates.hermesTools)});
+        model = await llama.loadModel({modelPath: await templatedModel(toolTemplates.chatmlTools)});
         await preloadChatWrapper(model);
     });
     after(async () => {

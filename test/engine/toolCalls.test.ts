@@ -11,7 +11,7 @@ import {ToolCallExtractor, parseToolCalls} from "../../engine/tools/toolCallExtr
 import {embeddableJsonGrammar, toolCallGrammar} from "../../engine/tools/toolCallGrammar.js";
 import type {ToolCallSyntax} from "../../engine/tools/toolCallSyntax.js";
 
-/** What node-llama-cpp 3.21 reads from test/helpers/toolTemplates.ts's hermesTools template (checked in test/api/toolCalls.test.ts). */
+/** What node-llama-cpp 3.21 reads from test/helpers/toolTemplates.ts's chatmlTools template (checked in test/api/toolCalls.test.ts). */
 const tagged: ToolCallSyntax = {prefix: "<tool_call>\n{\"name\": \"", prefixAlternates: [], paramsPrefix: "\", \"arguments\": ",
     suffix: "}\n</tool_call>", sectionPrefix: "", betweenCalls: "", sectionSuffix: "", parallel: true};
 /** node-llama-cpp's own syntax (ChatWrapper.defaultSettings.functions). */
