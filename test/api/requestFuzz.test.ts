@@ -5,7 +5,9 @@
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
+import {demoChatTemplates, ensureDemoModel} from "../../engine/model/demoModel.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
+import {testCacheDir} from "../helpers/testModels.js";
 
 /** A small deterministic generator (mulberry32), so a failure replays. */
 function random(seed: number): () => number {
@@ -79,6 +81,69 @@ describe("OpenAI-compatible endpoint: odd request bodies", () => {
         }
         assert.ok((statuses.get(200) ?? 0) > 10 && (statuses.get(400) ?? 0) > 10, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
         const after = await api.openai.completions.create({model: "m", prompt: "Still there?", max_tokens: 2});
+        assert.equal(after.usage?.completion_tokens, 2);
+    });
+});
+
+/** A tool definition, mostly well-formed (so the engine gets to render and enforce it), sometimes not. */
+function oddTool(next: () => number, index: number): unknown {
+    const name = next() < 0.9 ? ["get_weather", "now", "f"][index] : ["has space", "", "x".repeat(70), 7, "now"][Math.floor(next() * 5)];
+    const parameters = next() < 0.5 ? {type: "object", properties: {a: {type: "integer"}, b: {enum: ["x", "y"]}}}
+        : next() < 0.7 ? {type: "object", properties: {a: oddSchema(next, 1), b: oddSchema(next, 2)}} : oddValue(next, 2);
+    return next() < 0.9 ? {type: "function", function: {name, description: next() < 0.9 ? "d" : oddValue(next, 3), parameters}} : oddValue(next, 2);
+}
+
+/** A conversation, mostly in OpenAI's tool-calling shapes (calls, results, ids that match or not), sometimes not. */
+function oddConversation(next: () => number): unknown[] {
+    const pick = <T>(good: T[], bad: T[]): T => next() < 0.9 ? good[Math.floor(next() * good.length)]! : bad[Math.floor(next() * bad.length)]!;
+    const call = (): unknown => next() < 0.95
+        ? {id: pick(["c1", "c2"], [""]), type: "function", function: {name: pick(["get_weather", "now"], ["bad name"]),
+            arguments: pick(["{}", "{\"a\": 1}", "[1]"], ["{oops"])}}
+        : oddValue(next, 2);
+    const messages: unknown[] = [{role: "user", content: "Weather?"}];
+    for (let i = 0; i < Math.floor(next() * 4); i++) {
+        // Mostly a call followed by its result; now and then something out of order or malformed.
+        const kind = next() < 0.7 ? i % 2 : Math.floor(next() * 5);
+        if (kind === 0) messages.push({role: "assistant", content: next() < 0.5 ? null : "ok", tool_calls: Array.from({length: 1 + Math.floor(next() * 2)}, call)});
+        else if (kind === 1) messages.push({role: "tool", tool_call_id: pick(["c1", "c2"], ["zz"]), content: next() < 0.9 ? "21 C" : oddValue(next, 2)});
+        else if (kind === 2) messages.push({role: "function", name: "now", content: "noon"});
+        else if (kind === 3) messages.push({role: "assistant", function_call: next() < 0.7 ? {name: "now", arguments: "{}"} : oddValue(next, 2)});
+        else messages.push({role: "tool", content: "no id"});
+    }
+    return messages;
+}
+
+describe("OpenAI-compatible endpoint: odd tool-calling bodies", () => {
+    const api = apiForSuite(async () => ({mode: "inProcess" as const, contextSize: 4096,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: demoChatTemplates.chatmlTools})}));
+
+    test("200 or a 4xx for 200 seeded random tool-calling bodies on a model that takes tools; the engine keeps serving", async () => {
+        const next = random(20261206);
+        const statuses = new Map<number, number>();
+        let toolCalls = 0;
+        for (let i = 0; i < 200; i++) {
+            const body: Record<string, unknown> = {messages: oddConversation(next), max_tokens: 150};
+            if (next() < 0.9) body.tools = next() < 0.9 ? Array.from({length: 1 + Math.floor(next() * 3)}, (_, index) => oddTool(next, index)) : oddValue(next);
+            if (next() < 0.7) body.tool_choice = next() < 0.8
+                ? ["auto", "none", "required", {type: "function", function: {name: "now"}}, {type: "function", function: {name: "get_weather"}}][Math.floor(next() * 5)]
+                : oddValue(next);
+            if (next() < 0.3) body.parallel_tool_calls = next() < 0.7 ? next() < 0.5 : oddValue(next);
+            if (next() < 0.2) body.stream = true;
+            const response = await fetch(`${api.openai.baseURL}/chat/completions`,
+                {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status === 200) {
+                // A stream that started must not end in an error event either.
+                assert.ok(!text.includes("\"error\":{"), `an error in a 200 for ${JSON.stringify(body)}: ${text}`);
+                toolCalls += text.includes("\"tool_calls\"") ? 1 : 0;
+            } else
+                assert.equal(typeof (JSON.parse(text) as {error: {message: unknown}}).error.message, "string", text);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        assert.ok(toolCalls > 0, `some answers carried tool calls: ${toolCalls}`);
+        const after = await api.openai.chat.completions.create({model: "m", messages: [{role: "user", content: "Still there?"}], max_tokens: 2});
         assert.equal(after.usage?.completion_tokens, 2);
     });
 });
