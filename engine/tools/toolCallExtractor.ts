@@ -1,7 +1,8 @@
 /**
  * Separates a tool-calling model's answer into its text and its calls, as the text streams: text that may
- * be the start of a call is held back until the next text decides; from a call's first word on, the rest
- * of the answer is kept aside and, at the end, parsed into calls. Parsing tolerates whitespace that
+ * be the start of a call is held back until the next text decides; from a call's first word on, the text
+ * is kept aside — and let go as soon as it cannot be a call (it leaves the call syntax before the
+ * arguments, or names a function not offered) — and at the end parsed into calls. Parsing tolerates whitespace that
  * differs from the template's; text that does not parse as a call (a function that is not offered,
  * arguments that are not JSON) goes back into the answer's text, so nothing the model wrote is lost.
  */
@@ -27,11 +28,15 @@ export class ToolCallExtractor {
 
     /** Adds text; returns the answer's text that may be output now. */
     push(text: string): string {
-        if (this.captured !== undefined) {
-            this.captured += text;
-            return "";
-        }
-        const buffer = this.held + text;
+        if (this.captured === undefined)
+            return this.scan(this.held + text);
+        this.captured += text;
+        return this.releaseUnlessCall();
+    }
+
+    /** Outputs `buffer` up to a call's first word, or all but what may be the start of one. */
+    private scan(buffer: string): string {
+        this.held = "";
         let at = -1;
         for (const trigger of this.triggers) {
             const found = buffer.indexOf(trigger);
@@ -40,12 +45,23 @@ export class ToolCallExtractor {
         }
         if (at !== -1) {
             this.captured = buffer.slice(at);
-            this.held = "";
-            return buffer.slice(0, at);
+            return buffer.slice(0, at) + this.releaseUnlessCall();
         }
         const keep = this.partialTriggerLength(buffer);
         this.held = buffer.slice(buffer.length - keep);
         return buffer.slice(0, buffer.length - keep);
+    }
+
+    /**
+     * As soon as the text kept aside can no longer be a call (it leaves the call syntax before the arguments,
+     * or names a function not offered), it is output after all, and scanned for a later call.
+     */
+    private releaseUnlessCall(): string {
+        const captured = this.captured!;
+        if (callStartViable(captured, this.syntax, this.toolNames))
+            return "";
+        this.captured = undefined;
+        return captured.slice(0, 1) + this.scan(captured.slice(1));
     }
 
     /** The end of the answer: the text still to output (held back, or a call that did not parse) and the calls. */
@@ -98,6 +114,24 @@ class Reader {
         return true;
     }
 
+    /** As `literal`, but "partial" when the text ends before the literal does (it may still follow). */
+    partialLiteral(literal: string): "matched" | "partial" | "mismatch" {
+        let at = this.pos;
+        for (const char of literal) {
+            if (/\s/.test(char))
+                continue;
+            while (at < this.text.length && /\s/.test(this.text[at]!))
+                at++;
+            if (at >= this.text.length)
+                return "partial";
+            if (this.text[at] !== char)
+                return "mismatch";
+            at++;
+        }
+        this.pos = at;
+        return "matched";
+    }
+
     name(): string {
         this.skipWhitespace();
         const start = this.pos;
@@ -143,6 +177,34 @@ class Reader {
         this.pos = end;
         return candidate;
     }
+}
+
+/**
+ * Whether `text` (from a call's first word on) may still be a call: the syntax so far, and a function
+ * offered (or the start of one's name).
+ */
+function callStartViable(text: string, syntax: ToolCallSyntax, toolNames: ReadonlySet<string>): boolean {
+    const reader = new Reader(text);
+    if (syntax.sectionPrefix !== "") {
+        const section = reader.partialLiteral(syntax.sectionPrefix);
+        if (section === "partial")
+            return true;
+    }
+    const start = reader.pos;
+    const prefixes = [syntax.prefix, ...syntax.prefixAlternates].map((prefix) => {
+        reader.pos = start;
+        return {result: reader.partialLiteral(prefix), end: reader.pos};
+    });
+    if (prefixes.some(({result}) => result === "partial"))
+        return true;
+    const matched = prefixes.find(({result}) => result === "matched");
+    if (matched === undefined)
+        return false;
+    reader.pos = matched.end;
+    const name = reader.name();
+    if (reader.pos >= text.length)
+        return [...toolNames].some((tool) => tool.startsWith(name));
+    return toolNames.has(name);
 }
 
 /**

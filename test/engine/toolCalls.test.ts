@@ -42,6 +42,27 @@ test("a tagged call after some text: the text streams, the call is parsed and no
     assert.deepEqual(extractor.finish(), {text: "", calls: []});
 });
 
+test("text that starts like a call but cannot be one streams on as soon as that is clear; a later call is still found", () => {
+    const text = "Wrap calls in <tool_call> tags, like <b>this</b>. <tool_call>\n{\"name\": \"rm\", \"x\": 1} and then " +
+        "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    const callStart = text.lastIndexOf("<tool_call>");
+    for (const size of [1, 5, text.length]) {
+        const extractor = new ToolCallExtractor(tagged, names);
+        let streamed = "";
+        for (let i = 0; i < text.length; i += size) {
+            streamed += extractor.push(text.slice(i, i + size));
+            const seen = Math.min(text.length, i + size);
+            // "<tool_call> t" cannot be a call ("{" must follow), nor can a call of "rm" (no such function): out by then.
+            if (seen >= text.indexOf(" tags") + 2 && seen <= callStart)
+                assert.ok(streamed.includes("<tool_call> t"), `piece size ${size}, after ${seen} characters: ${JSON.stringify(streamed)}`);
+            if (seen >= text.indexOf("\"rm\"") + 4 && seen <= callStart)
+                assert.ok(streamed.includes("\"rm\""), `piece size ${size}, after ${seen} characters: ${JSON.stringify(streamed)}`);
+        }
+        assert.equal(streamed, text.slice(0, callStart), `piece size ${size}`);
+        assert.deepEqual(extractor.finish(), {text: "", calls: [{name: "now", arguments: "{}"}]});
+    }
+});
+
 test("whitespace that differs from the template's still parses; several calls in a row; text after them stays", () => {
     const text = "<tool_call>{\"name\":\"now\",\"arguments\":{}}</tool_call>\n<tool_call>\n {\"name\": \"get_weather\",  \"arguments\":{\"city\":\"Rome\"} }\n</tool_call>\nDone.";
     assert.deepEqual(parseToolCalls(text, tagged, names), {text: "\nDone.", calls: [{name: "now", arguments: "{}"},
