@@ -1,3 +1,5 @@
+import {earliestIndex, partialMatchLength} from "./textMatching.js";
+
 /**
  * Finds stop strings in streamed text without ever emitting any part of one: text that could still
  * turn into a stop string (a suffix of what was seen that is a prefix of a stop string) is held back
@@ -24,18 +26,13 @@ export class StopStringMatcher {
         if (this.stops.length === 0)
             return text;
         const buffer = this.held + text;
-        let cut = -1;
-        for (const stop of this.stops) {
-            const at = buffer.indexOf(stop);
-            if (at !== -1 && (cut === -1 || at < cut))
-                cut = at;
-        }
+        const cut = earliestIndex(buffer, this.stops);
         if (cut !== -1) {
             this.stopped = true;
             this.held = "";
             return buffer.slice(0, cut);
         }
-        const keep = this.partialMatchLength(buffer);
+        const keep = partialMatchLength(buffer, this.stops, this.longest);
         this.held = buffer.slice(buffer.length - keep);
         return buffer.slice(0, buffer.length - keep);
     }
@@ -45,15 +42,5 @@ export class StopStringMatcher {
         const rest = this.held;
         this.held = "";
         return this.stopped ? "" : rest;
-    }
-
-    /** Length of the longest suffix of `buffer` that is a proper prefix of some stop string. */
-    private partialMatchLength(buffer: string): number {
-        for (let length = Math.min(this.longest - 1, buffer.length); length > 0; length--) {
-            const suffix = buffer.slice(buffer.length - length);
-            if (this.stops.some((stop) => stop.startsWith(suffix)))
-                return length;
-        }
-        return 0;
     }
 }

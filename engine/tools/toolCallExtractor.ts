@@ -7,6 +7,7 @@
  * arguments that are not JSON) goes back into the answer's text, so nothing the model wrote is lost.
  */
 import type {GeneratedToolCall} from "../../protocol/engineMessages.js";
+import {earliestIndex, partialMatchLength} from "../textMatching.js";
 import {withFunctionName, type ToolCallSyntax} from "./toolCallSyntax.js";
 
 /** A syntax part's first word: what the model's output must contain for a call to have begun. */
@@ -37,17 +38,12 @@ export class ToolCallExtractor {
     /** Outputs `buffer` up to a call's first word, or all but what may be the start of one. */
     private scan(buffer: string): string {
         this.held = "";
-        let at = -1;
-        for (const trigger of this.triggers) {
-            const found = buffer.indexOf(trigger);
-            if (found !== -1 && (at === -1 || found < at))
-                at = found;
-        }
+        const at = earliestIndex(buffer, this.triggers);
         if (at !== -1) {
             this.captured = buffer.slice(at);
             return buffer.slice(0, at) + this.releaseUnlessCall();
         }
-        const keep = this.partialTriggerLength(buffer);
+        const keep = partialMatchLength(buffer, this.triggers, this.longest);
         this.held = buffer.slice(buffer.length - keep);
         return buffer.slice(0, buffer.length - keep);
     }
@@ -74,15 +70,6 @@ export class ToolCallExtractor {
         this.captured = "";
         return parsed;
     }
-
-    private partialTriggerLength(buffer: string): number {
-        for (let length = Math.min(this.longest - 1, buffer.length); length > 0; length--) {
-            const suffix = buffer.slice(buffer.length - length);
-            if (this.triggers.some((trigger) => trigger.startsWith(suffix)))
-                return length;
-        }
-        return 0;
-    }
 }
 
 const namePattern = /[A-Za-z0-9_-]/;
@@ -100,21 +87,10 @@ class Reader {
 
     /** Matches `literal`, whitespace in either being free (a template's "{\"name\": " matches the model's "{\"name\":"). */
     literal(literal: string): boolean {
-        let at = this.pos;
-        for (const char of literal) {
-            if (/\s/.test(char))
-                continue;
-            while (at < this.text.length && /\s/.test(this.text[at]!))
-                at++;
-            if (this.text[at] !== char)
-                return false;
-            at++;
-        }
-        this.pos = at;
-        return true;
+        return this.partialLiteral(literal) === "matched";
     }
 
-    /** As `literal`, but "partial" when the text ends before the literal does (it may still follow). */
+    /** As `literal`, but "partial" when the text ends before the literal does (it may still follow); moves only when matched. */
     partialLiteral(literal: string): "matched" | "partial" | "mismatch" {
         let at = this.pos;
         for (const char of literal) {
