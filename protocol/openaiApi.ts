@@ -220,8 +220,27 @@ export function parseCompletionRequest(value: unknown): CompletionRequest {
     return request;
 }
 
-/** What a streamed chunk of either endpoint carries, for a client (the benchmark) reading the stream. */
+/**
+ * What a streamed chunk of either endpoint carries, for a client reading the stream (the benchmark, the
+ * monitoring proxy). `text` is everything the chunk adds to the output: its content, a thinking model's
+ * reasoning (`reasoning_content` as llama.cpp's server and vLLM stream it, or `reasoning`), and tool calls'
+ * names and arguments — all generated tokens, so a chunk with any of them is a delivery (the first one: TTFT).
+ */
 export type StreamChunkContent = {text: string, finishReason: string | null, usage?: Usage, error?: string};
+
+/** The generated text in a chat delta (or a whole message): reasoning, content, tool calls. */
+function deltaText(delta: JsonObject): string {
+    let text = "";
+    for (const key of ["reasoning_content", "reasoning", "content"])
+        if (typeof delta[key] === "string") text += delta[key];
+    const calls: unknown = delta.tool_calls;
+    if (Array.isArray(calls))
+        for (const call of calls as unknown[])
+            if (isObject(call) && isObject(call.function))
+                for (const key of ["name", "arguments"])
+                    if (typeof call.function[key] === "string") text += call.function[key];
+    return text;
+}
 
 /** Reads one `data:` payload of a chat or completions stream (the benchmark's HTTP client); throws on a malformed one. */
 export function parseStreamChunk(value: unknown): StreamChunkContent {
@@ -235,8 +254,8 @@ export function parseStreamChunk(value: unknown): StreamChunkContent {
     let finishReason: string | null = null;
     if (isObject(choice)) {
         const delta = choice.delta;
-        if (isObject(delta) && typeof delta.content === "string")
-            text = delta.content;
+        if (isObject(delta))
+            text = deltaText(delta);
         else if (typeof choice.text === "string")
             text = choice.text;
         if (typeof choice.finish_reason === "string")

@@ -1,0 +1,45 @@
+/**
+ * What a client reading a stream counts as output (protocol/openaiApi.ts parseStreamChunk), and so what
+ * the benchmark times and the monitoring proxy records: content, a thinking model's reasoning and tool
+ * calls are all generated tokens. Before, only `content` counted, so through the proxy a reasoning model's
+ * TTFT came after all its thinking, and a tool-calling answer had no tokens at all.
+ */
+import assert from "node:assert/strict";
+import {test} from "node:test";
+import {createTap} from "../../extension/host/proxy/responseTap.js";
+import {parseStreamChunk} from "../../protocol/openaiApi.js";
+
+const chat = (delta: object, finish: string | null = null): object =>
+    ({id: "x", object: "chat.completion.chunk", choices: [{index: 0, delta, finish_reason: finish}]});
+
+test("content, reasoning (llama.cpp's reasoning_content, vLLM's reasoning) and tool-call deltas are output; a role-only chunk is not", () => {
+    assert.equal(parseStreamChunk(chat({content: "Hi"})).text, "Hi");
+    assert.equal(parseStreamChunk(chat({reasoning_content: "Let me think"})).text, "Let me think");
+    assert.equal(parseStreamChunk(chat({reasoning: "Hmm"})).text, "Hmm");
+    assert.equal(parseStreamChunk(chat({role: "assistant", content: ""})).text, "");
+    // vLLM streams a call's name first, then its arguments in pieces; ours sends the whole call in one chunk.
+    assert.equal(parseStreamChunk(chat({tool_calls: [{index: 0, id: "c", type: "function", function: {name: "get_weather", arguments: ""}}]})).text,
+        "get_weather");
+    assert.equal(parseStreamChunk(chat({tool_calls: [{index: 0, function: {arguments: "{\"city\": "}}]})).text, "{\"city\": ");
+    assert.deepEqual(parseStreamChunk(chat({}, "tool_calls")), {text: "", finishReason: "tool_calls"});
+    assert.equal(parseStreamChunk({choices: [{index: 0, text: "Once", finish_reason: null}]}).text, "Once");
+});
+
+test("the proxy's tap: each reasoning, content and tool-call chunk is a delivery; a whole answer's tool call is its text", () => {
+    const deliveries: string[] = [];
+    const tap = createTap("sse", (text) => deliveries.push(text));
+    const events = [chat({role: "assistant", content: ""}), chat({reasoning_content: "think"}), chat({reasoning_content: "ing"}),
+        chat({content: "Let me check."}), chat({tool_calls: [{index: 0, id: "c", type: "function", function: {name: "now", arguments: "{}"}}]}),
+        chat({}, "tool_calls")];
+    tap.write(Buffer.from(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("") + "data: [DONE]\n\n"));
+    assert.equal(tap.end().finishReason, "tool_calls");
+    assert.deepEqual(deliveries, ["think", "ing", "Let me check.", "now{}"]);
+
+    const whole: string[] = [];
+    const jsonTap = createTap("json", (text) => whole.push(text));
+    jsonTap.write(Buffer.from(JSON.stringify({id: "x", object: "chat.completion", choices: [{index: 0, finish_reason: "tool_calls",
+        message: {role: "assistant", content: null, tool_calls: [{id: "c", type: "function", function: {name: "now", arguments: "{}"}}]}}],
+    usage: {prompt_tokens: 5, completion_tokens: 9, total_tokens: 14}})));
+    assert.deepEqual(jsonTap.end(), {finishReason: "tool_calls", promptTokens: 5, completionTokens: 9, error: undefined});
+    assert.deepEqual(whole, ["now{}"]);
+});
