@@ -265,7 +265,7 @@ export class Engine {
             // Anything unexpected fails this request only (an unhandled rejection would end the engine process).
             this.admitWithGrammar(active, request).catch((error: unknown) => {
                 if (this.requests.has(active.id))
-                    this.finish(active, "error", `could not prepare the response format: ${errorMessage(error)}`, "engine_error");
+                    this.finish(active, "error", `could not prepare the grammar (response format or tool call): ${errorMessage(error)}`, "engine_error");
             });
         else
             this.enqueue(active, request);
