@@ -82,11 +82,18 @@ export function chatWrapperFor(model: LlamaModel): ChatWrapper {
     return wrapper;
 }
 
-/** How the model writes a tool call (see ToolCallSyntax); for a model with a chat template. */
+const toolCallSyntaxes = new WeakMap<LlamaModel, ToolCallSyntax>();
+
+/** How the model writes a tool call (see ToolCallSyntax); for a model with a chat template. Read once per model, as its wrapper. */
 export function toolCallSyntaxFor(model: LlamaModel): ToolCallSyntax {
-    const {LlamaText} = chatWrapperModule!;
-    const text = (value: unknown): string => LlamaText(value as Parameters<typeof LlamaText>[0]).toString();
-    return toolCallSyntaxOf(chatWrapperFor(model).settings.functions, text);
+    let syntax = toolCallSyntaxes.get(model);
+    if (syntax === undefined) {
+        const {LlamaText} = chatWrapperModule!;
+        const text = (value: unknown): string => LlamaText(value as Parameters<typeof LlamaText>[0]).toString();
+        syntax = toolCallSyntaxOf(chatWrapperFor(model).settings.functions, text);
+        toolCallSyntaxes.set(model, syntax);
+    }
+    return syntax;
 }
 
 /** node-llama-cpp's function definitions; a tool's parameters are passed on as the JSON schema the client sent. */

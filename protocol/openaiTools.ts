@@ -15,6 +15,12 @@ export type ToolParams = {tools?: ToolDefinition[], toolChoice?: ToolChoice, par
 
 const maxToolCallIdLength = 200;
 
+function toolCallId(value: unknown, param: string): string {
+    if (typeof value !== "string" || value === "" || value.length > maxToolCallIdLength)
+        fail(param, `expected a string of 1 to ${maxToolCallIdLength} characters`);
+    return value;
+}
+
 function functionName(value: unknown, param: string): string {
     if (typeof value !== "string" || !toolNamePattern.test(value))
         fail(param, "expected a function name of 1 to 64 letters, digits, \"_\" or \"-\"");
@@ -92,8 +98,7 @@ export function parseToolParams(body: JsonObject): ToolParams {
 function parseToolCall(value: unknown, param: string): ToolCall {
     if (!isObject(value))
         fail(param, "expected an object");
-    if (typeof value.id !== "string" || value.id === "" || value.id.length > maxToolCallIdLength)
-        fail(`${param}.id`, `expected a string of 1 to ${maxToolCallIdLength} characters`);
+    const id = toolCallId(value.id, `${param}.id`);
     if (value.type !== undefined && value.type !== "function")
         fail(`${param}.type`, "only \"function\" calls are supported");
     const fn = value.function;
@@ -101,7 +106,7 @@ function parseToolCall(value: unknown, param: string): ToolCall {
         fail(`${param}.function`, "expected an object");
     if (typeof fn.arguments !== "string")
         fail(`${param}.function.arguments`, "expected a string of JSON");
-    return {id: value.id, name: functionName(fn.name, `${param}.function.name`), arguments: fn.arguments};
+    return {id, name: functionName(fn.name, `${param}.function.name`), arguments: fn.arguments};
 }
 
 /** An assistant message's `tool_calls` (or legacy `function_call`), if any. */
@@ -124,7 +129,5 @@ export function parseMessageToolCalls(message: JsonObject, param: string): ToolC
 export function toolMessageFields(message: JsonObject, param: string): Pick<ChatMessage, "toolCallId"> {
     if (message.role === "function")
         return {};
-    if (typeof message.tool_call_id !== "string" || message.tool_call_id === "" || message.tool_call_id.length > maxToolCallIdLength)
-        fail(`${param}.tool_call_id`, `expected a string of 1 to ${maxToolCallIdLength} characters`);
-    return {toolCallId: message.tool_call_id};
+    return {toolCallId: toolCallId(message.tool_call_id, `${param}.tool_call_id`)};
 }

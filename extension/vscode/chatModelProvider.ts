@@ -4,9 +4,9 @@
  * every extension. Each request runs on the Engine like the OpenAI endpoint's (the same request
  * building, `extension/host/chat/`), labelled with client `vscode.lm`, so it shows in the panel.
  */
-import {randomBytes} from "node:crypto";
 import * as vscode from "vscode";
 import {generationInput} from "../host/chat/generationInput.js";
+import {newToolCallId} from "../host/chat/toolCallId.js";
 import {modelId} from "../host/openai/apiServer.js";
 import {textOf, toChatMessages, toToolCallPart, toToolDefinitions} from "./chatMessages.js";
 import type {EngineController} from "./engineController.js";
@@ -92,7 +92,7 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
             if (result.reason === "abort" && token.isCancellationRequested)
                 throw new vscode.CancellationError();
             for (const call of result.toolCalls ?? [])
-                progress.report(toToolCallPart(call, `call_${randomBytes(12).toString("hex")}`));
+                progress.report(toToolCallPart(call, newToolCallId()));
         } finally {
             cancel.dispose();
         }

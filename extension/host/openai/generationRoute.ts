@@ -5,7 +5,6 @@
  * request it refuses (too long for the context, a bad parameter) gets a 400 even when streaming.
  */
 import type http from "node:http";
-import {randomBytes} from "node:crypto";
 import type {
     ApiFinishReason, ApiToolCall, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionChunk,
     CompletionRequest,
@@ -17,6 +16,7 @@ import type {EngineInfo, TokenLogprob} from "../../../protocol/engineMessages.js
 import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import {generationInput, type GenerationSource} from "../chat/generationInput.js";
+import {newToolCallId} from "../chat/toolCallId.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 export type GenerationContext = {
@@ -100,7 +100,7 @@ function finishReason(result: RequestResult): ApiFinishReason {
 
 /** The result's tool calls, each with an id of its own (OpenAI's `call_…`). */
 function toolCallsOf(result: RequestResult): ApiToolCall[] | undefined {
-    return result.toolCalls?.map((call) => ({id: `call_${randomBytes(12).toString("hex")}`, type: "function",
+    return result.toolCalls?.map((call) => ({id: newToolCallId(), type: "function",
         function: {name: call.name, arguments: call.arguments}}));
 }
 
