@@ -1,7 +1,8 @@
 /**
  * OpenAI-style chat messages as node-llama-cpp's chat history: an assistant message's tool calls become
  * function-call items of its response, and each `tool` message becomes the result of the call it answers
- * (by `toolCallId`, else the earliest call still without a result), where the template renders it.
+ * (by `toolCallId`, else the earliest call still without a result), where the template renders it; an assistant's
+ * reasoning becomes a thought segment before its text (the template decides whether past reasoning is kept).
  */
 import type {ChatMessage} from "../protocol/engineMessages.js";
 import type {ChatHistoryItem} from "./llamaTypes.js";
@@ -33,7 +34,10 @@ export function chatHistoryOf(messages: readonly ChatMessage[]): ChatHistoryItem
                 }
                 return {id: call.id, item: {type: "functionCall", name: call.name, params, result: ""}};
             });
-            const response: ModelResponse = [...message.content !== "" ? [message.content] : [], ...unanswered.map(({item}) => item)];
+            const response: ModelResponse = [
+                ...message.reasoning !== undefined && message.reasoning !== ""
+                    ? [{type: "segment", segmentType: "thought", text: message.reasoning, ended: true} as const] : [],
+                ...message.content !== "" ? [message.content] : [], ...unanswered.map(({item}) => item)];
             history.push({type: "model", response});
         } else {
             const byId = unanswered.findIndex((call) => call.id === message.toolCallId);

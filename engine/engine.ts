@@ -7,7 +7,11 @@ import {
     type RequestEvent, type StepStats, type TokenLogprob
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
-import {hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, renderPrompt, toolCallSyntaxFor} from "./promptRenderer.js";
+import {
+    type AnswerStart, hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, reasoningSyntaxFor, renderPrompt,
+    toolCallSyntaxFor
+} from "./promptRenderer.js";
+import {ReasoningSplitter} from "./reasoning/reasoningSplitter.js";
 import {ToolCallExtractor} from "./tools/toolCallExtractor.js";
 import {invalidTools, parallelCalls, requiredTools} from "./tools/toolRequest.js";
 import {StatsAgent} from "./stats/statsAgent.js";
@@ -62,10 +66,16 @@ type ActiveRequest = {
     stopStrings: StopStringMatcher,
     /** For a request offering tools: separates the answer's text from its tool calls. */
     toolCalls: ToolCallExtractor | undefined,
+    /** For a chat request whose reasoning is separated (GenerateRequest.separateReasoning): reasoning vs answer. */
+    reasoning: ReasoningSplitter | undefined,
+    /** How the prompt ends for a template that opens a reasoning segment on every answer. */
+    answerStart: AnswerStart | undefined,
+    reasoningTokens: number,
     /** Alternatives to report per token (GenerateRequest.logprobs); undefined: no log-probabilities. */
     logprobs: number | undefined,
     /** Text, token times and log-probabilities produced since the last flush. */
     pendingText: string,
+    pendingReasoning: string,
     pendingTimes: number[],
     pendingLogprobs: TokenLogprob[]
 };
@@ -235,8 +245,12 @@ export class Engine {
             detokenizer: new StreamingDetokenizer(this.loaded.model),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined ? [jsonGrammarStop] : []]),
             toolCalls: undefined,
+            reasoning: undefined,
+            answerStart: undefined,
+            reasoningTokens: 0,
             logprobs: request.logprobs,
             pendingText: "",
+            pendingReasoning: "",
             pendingTimes: [],
             pendingLogprobs: []
         };
@@ -261,6 +275,7 @@ export class Engine {
                 ? "toolChoice: no tools are offered" : "toolChoice: this model has no chat template, so it cannot be offered tools", "invalid_request");
         if (tools !== undefined)
             active.toolCalls = new ToolCallExtractor(toolCallSyntaxFor(this.loaded.model), new Set(tools.map((tool) => tool.name)));
+        this.prepareReasoning(active, request, request.responseFormat !== undefined || mustCall);
         if (request.responseFormat !== undefined || mustCall)
             // Anything unexpected fails this request only (an unhandled rejection would end the engine process).
             this.admitWithGrammar(active, request).catch((error: unknown) => {
@@ -269,6 +284,26 @@ export class Engine {
             });
         else
             this.enqueue(active, request);
+    }
+
+    /**
+     * A chat request on a model whose template has a reasoning segment: without reasoning (under a grammar — JSON, a
+     * forced call — or when the request turns it off) the answer starts at once, an empty segment closed in the
+     * prompt, and nothing is split; otherwise the prompt opens the segment where the template does, and the
+     * reasoning is split from the answer unless the request asks for the raw text.
+     */
+    private prepareReasoning(active: ActiveRequest, request: GenerateRequest, constrained: boolean): void {
+        const syntax = request.messages === undefined ? undefined : reasoningSyntaxFor(this.loaded.model);
+        if (syntax === undefined)
+            return;
+        if (constrained || request.allowReasoning === false) {
+            active.answerStart = "closed";
+            return;
+        }
+        if (syntax.opensOnAnswerStart)
+            active.answerStart = "open";
+        if (request.separateReasoning !== false)
+            active.reasoning = new ReasoningSplitter(syntax, syntax.opensOnAnswerStart);
     }
 
     /**
@@ -295,7 +330,7 @@ export class Engine {
     /** Tokenizes an accepted request's input and queues it. */
     private enqueue(active: ActiveRequest, request: GenerateRequest): void {
         try {
-            active.promptTokens = renderPrompt(this.loaded.model, request);
+            active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart);
         } catch (error) {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
                 error instanceof PromptInputError ? "invalid_request" : "engine_error");
@@ -543,7 +578,7 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        request.pendingText += this.answerText(request, request.stopStrings.push(request.detokenizer.push(token)));
+        this.addOutput(request, request.stopStrings.push(request.detokenizer.push(token)), true);
         request.pendingTimes.push(t);
         if (request.logprobs !== undefined)
             request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
@@ -553,18 +588,37 @@ export class Engine {
         this.scheduleFlush();
     }
 
-    /** Output text minus what belongs to tool calls. */
-    private answerText(request: ActiveRequest, text: string): string {
-        return request.toolCalls === undefined ? text : request.toolCalls.push(text);
+    /**
+     * Stable output text (`ofToken`: one generated token's) into the pending reasoning and answer; the answer minus
+     * what belongs to tool calls.
+     */
+    private addOutput(request: ActiveRequest, text: string, ofToken: boolean): void {
+        let answer = text;
+        const reasoning = request.reasoning;
+        if (reasoning !== undefined) {
+            const wasReasoning = reasoning.inReasoning;
+            const split = reasoning.push(text);
+            // The markers' tokens count with the reasoning.
+            if (ofToken && (wasReasoning || reasoning.inReasoning))
+                request.reasoningTokens++;
+            request.pendingReasoning += split.reasoning;
+            answer = split.answer;
+        }
+        request.pendingText += request.toolCalls === undefined ? answer : request.toolCalls.push(answer);
     }
 
     private finish(request: ActiveRequest, reason: FinishReason, error?: string, errorCode?: RequestErrorCode): void {
         const stopped = request.stopStrings;
-        request.pendingText += this.answerText(request, stopped.push(request.detokenizer.flush()) + stopped.flush());
+        this.addOutput(request, stopped.push(request.detokenizer.flush()) + stopped.flush(), false);
+        const rest = request.reasoning?.finish();
+        if (rest !== undefined) {
+            request.pendingReasoning += rest.reasoning;
+            request.pendingText += request.toolCalls === undefined ? rest.answer : request.toolCalls.push(rest.answer);
+        }
         const toolCalls = request.toolCalls?.finish();
         if (toolCalls !== undefined)
             request.pendingText += toolCalls.text;
-        if (request.pendingTimes.length > 0 || request.pendingText !== "")
+        if (request.pendingTimes.length > 0 || request.pendingText !== "" || request.pendingReasoning !== "")
             this.takeTokens(request);
         this.requests.delete(request.id);
         const event: RequestEvent = {
@@ -577,16 +631,20 @@ export class Engine {
         }
         if (toolCalls !== undefined && toolCalls.calls.length > 0 && (reason === "stop" || reason === "length"))
             event.toolCalls = toolCalls.calls;
+        if (request.reasoning !== undefined)
+            event.reasoningTokens = request.reasoningTokens;
         this.emit(event);
     }
 
     /** Moves a request's pending tokens into the pending events, keeping event order per request. */
     private takeTokens(request: ActiveRequest): void {
         this.pendingTokenRequests.delete(request);
-        this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText, times: request.pendingTimes,
+        this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText,
+            ...(request.pendingReasoning !== "" ? {reasoning: request.pendingReasoning} : {}), times: request.pendingTimes,
             ...(request.logprobs !== undefined ? {logprobs: request.pendingLogprobs} : {})});
         request.pendingLogprobs = [];
         request.pendingText = "";
+        request.pendingReasoning = "";
         request.pendingTimes = [];
     }
 

@@ -2,6 +2,7 @@ import {importNodeLlamaCpp, type LlamaModel, type NodeLlamaCpp, type Token} from
 import type {ChatMessage, GenerateRequest, ToolDefinition} from "../protocol/engineMessages.js";
 import {ChatHistoryError, chatHistoryOf} from "./chatHistory.js";
 import {toolCallSyntaxOf, type ToolCallSyntax} from "./tools/toolCallSyntax.js";
+import {reasoningSyntaxOf, type ReasoningSyntax, type WrapperThoughtSettings} from "./reasoning/reasoningSyntax.js";
 
 /** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text (and cannot be offered tools). */
 export function hasChatTemplate(model: LlamaModel): boolean {
@@ -30,7 +31,8 @@ export class PromptInputError extends Error {
  * Offered tools are rendered as the template renders them (or, when it has no place for them, as
  * node-llama-cpp documents functions in the system prompt).
  */
-export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools">): Token[] {
+export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools">,
+                             answerStart?: AnswerStart): Token[] {
     if (request.prompt !== undefined && request.suffix !== undefined)
         return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)
@@ -38,8 +40,16 @@ export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "
     const messages = request.messages ?? [];
     if (!hasChatTemplate(model))
         return model.tokenize(plainChatText(messages), false);
-    return renderWithChatWrapper(model, messages, offeredTools(model, request));
+    return renderWithChatWrapper(model, messages, offeredTools(model, request), answerStart);
 }
+
+/**
+ * How the prompt ends for a template with a reasoning segment: "open" = inside the segment, for a template whose
+ * answers start there (ReasoningSyntax.opensOnAnswerStart), as node-llama-cpp's own chat does (a Jinja template's
+ * generation prompt `<think>\n` is not part of node-llama-cpp's rendering); "closed" = after an empty segment, so the
+ * answer starts at once (as Qwen3's template does without thinking).
+ */
+export type AnswerStart = "open" | "closed";
 
 function fillInTheMiddle(model: LlamaModel, prefix: string, suffix: string): Token[] {
     const {prefix: pre, suffix: suf, middle: mid} = model.tokens.infill;
@@ -96,10 +106,27 @@ export function toolCallSyntaxFor(model: LlamaModel): ToolCallSyntax {
     return syntax;
 }
 
+const reasoningSyntaxes = new WeakMap<LlamaModel, ReasoningSyntax | null>();
+/** How the model marks its reasoning (see ReasoningSyntax), undefined when its template has no reasoning segment. Read once per model. */
+export function reasoningSyntaxFor(model: LlamaModel): ReasoningSyntax | undefined {
+    if (!hasChatTemplate(model))
+        return undefined;
+    let syntax = reasoningSyntaxes.get(model);
+    if (syntax === undefined) {
+        const {LlamaText} = chatWrapperModule!;
+        const text = (value: unknown): string => LlamaText(value as Parameters<typeof LlamaText>[0]).toString();
+        const thought = chatWrapperFor(model).settings.segments?.thought as WrapperThoughtSettings | undefined;
+        syntax = reasoningSyntaxOf(thought, text) ?? null;
+        reasoningSyntaxes.set(model, syntax);
+    }
+    return syntax ?? undefined;
+}
+
 /** node-llama-cpp's function definitions; a tool's parameters are passed on as the JSON schema the client sent. */
 type ChatFunctions = Parameters<ChatWrapper["generateContextState"]>[0]["availableFunctions"];
 
-function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined): Token[] {
+function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined,
+                               answerStart: AnswerStart | undefined): Token[] {
     const wrapper = chatWrapperFor(model);
     let chatHistory;
     try {
@@ -124,5 +151,12 @@ function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools
             throw error;
         throw new PromptInputError(`could not render the tools into the prompt: ${error instanceof Error ? error.message : String(error)}`);
     }
-    return contextText.tokenize(model.tokenizer);
+    const reasoning = answerStart === undefined ? undefined : reasoningSyntaxFor(model);
+    if (reasoning === undefined || (answerStart === "open" && !reasoning.opensOnAnswerStart))
+        return contextText.tokenize(model.tokenizer);
+    const {LlamaText, SpecialTokensText} = chatWrapperModule!;
+    // Opened already when the wrapper renders the template's generation prompt itself.
+    const opened = reasoning.open === undefined || contextText.toString().trimEnd().endsWith(reasoning.open);
+    const ending = (opened ? "" : reasoning.opener) + (answerStart === "closed" ? reasoning.closer : "");
+    return LlamaText([contextText, new SpecialTokensText(ending)]).tokenize(model.tokenizer);
 }

@@ -20,10 +20,13 @@ export type RequestErrorCode = typeof requestErrorCodes[number];
 
 export const chatRoles = ["system", "user", "assistant", "tool"] as const;
 /**
- * A chat message. An assistant message may carry the tool calls it made (`toolCalls`); a `tool` message is
- * one call's result, matched to its call by `toolCallId` (or else to the earliest call still without one).
+ * A chat message. An assistant message may carry the tool calls it made (`toolCalls`) and the reasoning it wrote
+ * before its answer (`reasoning`, rendered as the template renders a thought); a `tool` message is one call's
+ * result, matched to its call by `toolCallId` (or else to the earliest call still without one).
  */
-export type ChatMessage = {role: typeof chatRoles[number], content: string, toolCalls?: ToolCall[], toolCallId?: string};
+export type ChatMessage = {
+    role: typeof chatRoles[number], content: string, toolCalls?: ToolCall[], toolCallId?: string, reasoning?: string
+};
 
 /** A function the model may call: its parameters as a JSON schema (absent: it takes none). */
 export type ToolDefinition = {name: string, description?: string, parameters?: JsonObject};
@@ -74,6 +77,17 @@ export type GenerateRequest = {
     toolChoice?: ToolChoice,
     /** Several calls in one answer (OpenAI's `parallel_tool_calls`); default true (with a named `toolChoice`: one call). */
     parallelToolCalls?: boolean,
+    /**
+     * With `messages`, for a model whose template has a reasoning (thought) segment, such as `<think>…</think>`:
+     * true (default) = the reasoning comes in `tokens` events' `reasoning`, apart from the answer's `text`;
+     * false = all output is `text`, as generated.
+     */
+    separateReasoning?: boolean,
+    /**
+     * false: for such a model, the answer starts at once, without reasoning (an empty reasoning segment closed at
+     * the end of the prompt, as Qwen3's template does with `enable_thinking: false`). Default true.
+     */
+    allowReasoning?: boolean,
     /**
      * Report each generated token's log-probability and this many most likely alternatives (0 to
      * `maxTopLogprobs`) in its `tokens` events; absent: none (the cheaper path).
@@ -209,13 +223,17 @@ export type RequestEvent =
     | {kind: "scheduled", id: string, t: number, cachedTokens: number}
     /**
      * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
-     * stable text; `logprobs[i]` token i's log-probability, for a request that asked for them.
+     * stable text; `reasoning` the part of it that is the model's reasoning (`separateReasoning`), not in `text`;
+     * `logprobs[i]` token i's log-probability, for a request that asked for them.
      */
-    | {kind: "tokens", id: string, text: string, times: number[], logprobs?: TokenLogprob[]}
+    | {kind: "tokens", id: string, text: string, reasoning?: string, times: number[], logprobs?: TokenLogprob[]}
     | {kind: "preempted", id: string, t: number}
-    /** `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text). */
+    /**
+     * `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text).
+     * `reasoningTokens`: of the generated tokens, those of the reasoning, for a request whose reasoning was separated.
+     */
     | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode,
-        toolCalls?: GeneratedToolCall[]};
+        toolCalls?: GeneratedToolCall[], reasoningTokens?: number};
 
 /** A tool call as the engine parsed it; the server in front gives it its id. */
 export type GeneratedToolCall = Omit<ToolCall, "id">;
@@ -270,6 +288,8 @@ function parseChatMessage(value: unknown, index: number): ChatMessage {
         message.toolCalls = expectArray(obj, "toolCalls", what, maxTools).map((call, i) => parseToolCall(call, `${what}.toolCalls[${i}]`));
     const toolCallId = optionalString(obj, "toolCallId", what);
     if (toolCallId !== undefined) message.toolCallId = toolCallId;
+    const reasoning = optionalString(obj, "reasoning", what);
+    if (reasoning !== undefined) message.reasoning = reasoning;
     return message;
 }
 
@@ -355,6 +375,10 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (obj.toolChoice !== undefined) request.toolChoice = parseToolChoice(obj.toolChoice);
     const parallelToolCalls = optionalBoolean(obj, "parallelToolCalls", what);
     if (parallelToolCalls !== undefined) request.parallelToolCalls = parallelToolCalls;
+    const separateReasoning = optionalBoolean(obj, "separateReasoning", what);
+    if (separateReasoning !== undefined) request.separateReasoning = separateReasoning;
+    const allowReasoning = optionalBoolean(obj, "allowReasoning", what);
+    if (allowReasoning !== undefined) request.allowReasoning = allowReasoning;
     const suffix = optionalString(obj, "suffix", what);
     if (suffix !== undefined) {
         if (prompt === undefined)
@@ -421,6 +445,8 @@ function parseRequestEvent(value: unknown): RequestEvent {
         case "tokens": {
             const times = expectNumberArray(obj, "times", what);
             const event: RequestEvent = {kind, id, text: expectString(obj, "text", what), times};
+            const reasoning = optionalString(obj, "reasoning", what);
+            if (reasoning !== undefined) event.reasoning = reasoning;
             if (obj.logprobs !== undefined) {
                 const logprobs = expectArray(obj, "logprobs", what, times.length).map(parseTokenLogprob);
                 if (logprobs.length !== times.length)
@@ -444,6 +470,8 @@ function parseRequestEvent(value: unknown): RequestEvent {
                     const entry = expectObject(call, `${what}.toolCalls[${i}]`);
                     return {name: expectString(entry, "name", `${what}.toolCalls[${i}]`, 64), arguments: expectString(entry, "arguments", `${what}.toolCalls[${i}]`)};
                 });
+            const reasoningTokens = optionalInteger(obj, "reasoningTokens", what);
+            if (reasoningTokens !== undefined) event.reasoningTokens = reasoningTokens;
             return event;
         }
         default: return {kind, id, t: expectNumber(obj, "t", what)};

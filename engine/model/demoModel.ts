@@ -59,6 +59,20 @@ export const demoChatTemplates = {
         "{% elif message.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ message.content }}\n</tool_response><|im_end|>\n" +
         "{% endif %}{%- endfor %}" +
         "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    /**
+     * A reasoning model's template in the style of DeepSeek-R1's: every answer starts inside `<think>`, an assistant
+     * message's `reasoning_content` is rendered before its content. Its markers `<think>` and `</think>` are single
+     * (user-defined) tokens of the model that stores it, as in reasoning models' vocabularies.
+     */
+    thinking:
+        "{%- for message in messages -%}" +
+        "{%- if message.role == 'system' -%}<|system|>\n{{ message.content }}<|end|>\n" +
+        "{% elif message.role == 'user' -%}<|user|>\n{{ message.content }}<|end|>\n" +
+        "{% elif message.role == 'assistant' -%}<|assistant|>\n" +
+        "{% if message.reasoning_content -%}<think>\n{{ message.reasoning_content }}\n</think>\n\n{% endif -%}" +
+        "{{ message.content }}<|end|>\n" +
+        "{% endif -%}{%- endfor -%}" +
+        "{%- if add_generation_prompt -%}<|assistant|>\n<think>\n{% endif -%}",
     llama2:
         "{% for message in messages %}" +
         "{% if message['role'] == 'system' %}{{ bos_token }}<<SYS>>\n{{ message['content'] }}\n<</SYS>>\n\n" +
@@ -100,7 +114,16 @@ const enum TokenType {
     Normal = 1,
     Unknown = 2,
     Control = 3,
+    UserDefined = 4,
     Byte = 6
+}
+
+/** Reasoning models' markers: a chat template that writes them gets them as single tokens (see `thinking`). */
+const reasoningMarkers = ["<think>", "</think>"];
+
+/** The tokens a model storing `chatTemplate` adds to the demo vocabulary: the reasoning markers it writes. */
+export function demoAddedTokens(chatTemplate: string | undefined): string[] {
+    return chatTemplate === undefined ? [] : reasoningMarkers.filter((marker) => chatTemplate.includes(marker));
 }
 
 const SPACE = "\u2581"; // "▁", SentencePiece's word-boundary marker
@@ -139,9 +162,10 @@ function byteToken(byte: number): string {
 /**
  * Builds the SentencePiece-style ("llama") vocabulary: `<unk>`, `<s>`, `</s>`, the 256 byte-fallback
  * tokens `<0x00>`..`<0xFF>`, then normal pieces ordered by priority. Every merged piece's prefixes
- * are in the vocabulary too, so llama.cpp's bigram merging can reach whole words.
+ * are in the vocabulary too, so llama.cpp's bigram merging can reach whole words. `added`: user-defined tokens
+ * at the end (llama.cpp matches them in text as whole tokens).
  */
-export function buildDemoVocabulary(): DemoVocabulary {
+export function buildDemoVocabulary(added: readonly string[] = []): DemoVocabulary {
     const special = ["<unk>", "<s>", "</s>"];
     const bytes = Array.from({length: 256}, (_, b) => byteToken(b));
     const normal = new Set<string>([SPACE]);
@@ -157,20 +181,22 @@ export function buildDemoVocabulary(): DemoVocabulary {
         for (let end = 2; end <= marked.length; end++) normal.add(marked.slice(0, end));
     }
 
-    const tokens = [...special, ...bytes, ...normal];
+    const tokens = [...special, ...bytes, ...normal, ...added];
     const scores = new Float32Array(tokens.length);
     const tokenTypes = new Int32Array(tokens.length);
     tokenTypes.set([TokenType.Unknown, TokenType.Control, TokenType.Control], 0);
     tokenTypes.fill(TokenType.Byte, special.length, special.length + bytes.length);
     const firstNormal = special.length + bytes.length;
-    for (let i = firstNormal; i < tokens.length; i++) {
+    const firstAdded = tokens.length - added.length;
+    for (let i = firstNormal; i < firstAdded; i++) {
         tokenTypes[i] = TokenType.Normal;
         scores[i] = -(i - firstNormal); // earlier pieces merge first
     }
+    tokenTypes.fill(TokenType.UserDefined, firstAdded);
     return {tokens, scores, tokenTypes, unkId: 0, bosId: 1, eosId: 2};
 }
 
-const vocabulary = buildDemoVocabulary();
+const baseVocabulary = buildDemoVocabulary();
 /** `<unk>`, `<s>`, `</s>` are the first token ids. */
 const CONTROL_TOKEN_COUNT = 3;
 /** The byte-fallback tokens `<0x00>`…`<0xFF>` come right after them. */
@@ -219,7 +245,7 @@ function tensorShapes(shape: DemoModelShape, vocabSize: number): TensorShape[] {
 
 function describe(size: DemoModelSize): DemoModelSizeInfo {
     const shape = shapes[size];
-    const vocabSize = vocabulary.tokens.length;
+    const vocabSize = baseVocabulary.tokens.length;
     const parameterCount = tensorShapes(shape, vocabSize).reduce((sum, t) => sum + elementCountOf(t.dims), 0);
     const millions = parameterCount >= 10e6 ? Math.round(parameterCount / 1e6).toString() : (parameterCount / 1e6).toFixed(1);
     const description =
@@ -316,6 +342,8 @@ function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
     const {size, seed, dtype, chatTemplate, textOnly} = resolveOptions(opts);
     const {shape} = demoModelSizes[size];
+    const added = demoAddedTokens(chatTemplate);
+    const vocabulary = added.length === 0 ? baseVocabulary : buildDemoVocabulary(added);
     const headDim = shape.embeddingLength / shape.headCount;
     const u32 = (value: number) => ({type: "uint32", value}) as const;
 

@@ -2,8 +2,11 @@ import type {FinishReason, RequestEvent, StepStats, TokenLogprob} from "../../..
 import {emptyIteration, type EngineStep} from "./engineStep.js";
 import {RequestState, type RequestResult} from "./requestState.js";
 
-/** A piece of one request's streamed text as delivered to the host; `logprobs`, one per token, when the request asked for them. */
-export type TextChunk = {text: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[]};
+/**
+ * A piece of one request's streamed text as delivered to the host; `reasoning`, the model's reasoning apart from its
+ * answer's `text` (GenerateRequest.separateReasoning); `logprobs`, one per token, when the request asked for them.
+ */
+export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[]};
 
 export type OutputProcessorHooks = {
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
@@ -71,7 +74,9 @@ export class OutputProcessor {
                 iteration.updated.push(state.lifecycle);
             state.apply(hostEvent, receivedAt, iteration);
             if (hostEvent.kind === "tokens")
-                this.hooks.onChunk?.(event.id, {text: hostEvent.text, tokens: hostEvent.times.length, deliveredAt: receivedAt,
+                this.hooks.onChunk?.(event.id, {text: hostEvent.text,
+                    ...hostEvent.reasoning !== undefined ? {reasoning: hostEvent.reasoning} : {},
+                    tokens: hostEvent.times.length, deliveredAt: receivedAt,
                     ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {})});
             else if (hostEvent.kind === "queued")
                 this.hooks.onQueued?.(event.id);

@@ -21,7 +21,9 @@ export type RequestResult = RequestLifecycle & {
     /** Each generated token's log-probability, when the request asked for them. */
     logprobs?: TokenLogprob[],
     /** The tool calls the engine parsed out of the output (not part of `text`), when the request offered tools. */
-    toolCalls?: GeneratedToolCall[]
+    toolCalls?: GeneratedToolCall[],
+    /** The model's reasoning, apart from `text`, and how many of the generated tokens it took (a request whose reasoning was separated). */
+    reasoning?: {text: string, tokens: number}
 };
 
 export type FinishInput = {
@@ -48,10 +50,12 @@ const seconds = (later: number, earlier: number): number => (later - earlier) / 
 export class RequestState {
     readonly lifecycle: RequestLifecycle;
     text = "";
+    reasoning = "";
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
     private logprobs: TokenLogprob[] | undefined;
     private toolCalls: GeneratedToolCall[] | undefined;
+    private reasoningTokens: number | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
         this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
@@ -89,11 +93,14 @@ export class RequestState {
                 return;
             case "tokens":
                 this.tokens(event.text, event.times, receivedAt, iteration);
+                if (event.reasoning !== undefined)
+                    this.reasoning += event.reasoning;
                 if (event.logprobs !== undefined)
                     (this.logprobs ??= []).push(...event.logprobs);
                 return;
             case "finished":
                 this.toolCalls = event.toolCalls;
+                this.reasoningTokens = event.reasoningTokens;
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
                     generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
                     ...(event.errorCode !== undefined ? {errorCode: event.errorCode} : {})}, iteration);
@@ -139,7 +146,8 @@ export class RequestState {
         return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
             text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
             ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
-            ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {})};
+            ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
+            ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {})};
     }
 
     private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {
