@@ -6,7 +6,8 @@
  * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
  * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
  * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
- * grammar), and tool calling (`tools`, `tool_choice`, … in openaiTools.ts). Fields this server does not
+ * grammar), tool calling (`tools`, `tool_choice`, … in openaiTools.ts), and reasoning models' fields
+ * (`reasoning_format`, `chat_template_kwargs.enable_thinking`, `reasoning_content`: openaiReasoning.ts). Fields this server does not
  * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
  * honour (n > 1, echo) are refused with a 400 naming them.
  */
@@ -14,6 +15,7 @@ import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} f
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
+import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
@@ -35,7 +37,7 @@ export type SamplingParams = EngineSampling & {
     model?: string
 };
 
-export type ChatCompletionRequest = SamplingParams & ToolParams & {messages: ChatMessage[]};
+export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {messages: ChatMessage[]};
 export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
 
 /** OpenAI's `usage.prompt_tokens_details`: `cached_tokens` = prompt tokens served from the prefix cache (vLLM's `num_cached_tokens`). */
@@ -44,7 +46,9 @@ export type PromptTokensDetails = {cached_tokens: number};
  * Token counts of a response. This server always sends `prompt_tokens_details` (RequestLifecycle.cachedTokens),
  * in whole responses and in the final usage chunk of a stream, as OpenAI does; other servers may leave it out.
  */
-export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number, prompt_tokens_details?: PromptTokensDetails};
+export type Usage = {prompt_tokens: number, completion_tokens: number, total_tokens: number, prompt_tokens_details?: PromptTokensDetails,
+    /** For an answer whose reasoning was separated: how many of the completion tokens were reasoning (OpenAI's field). */
+    completion_tokens_details?: {reasoning_tokens: number}};
 export type ApiFinishReason = "stop" | "length" | "tool_calls";
 
 /** A tool call in a response: `arguments` is the JSON text the model wrote. */
@@ -63,14 +67,15 @@ export type CompletionLogprobs = {
 
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
-    choices: [{index: 0, message: {role: "assistant", content: string | null, tool_calls?: ApiToolCall[]}, finish_reason: ApiFinishReason,
+    choices: [{index: 0, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
+        finish_reason: ApiFinishReason,
         logprobs: ChatLogprobs | null}],
     usage: Usage
 };
 export type ChatCompletionChunk = {
     id: string, object: "chat.completion.chunk", created: number, model: string,
     choices: Array<{
-        index: 0, delta: {role?: "assistant", content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
+        index: 0, delta: {role?: "assistant", content?: string, reasoning_content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
         finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
     }>,
     usage?: Usage | null
@@ -174,7 +179,9 @@ function parseMessage(value: unknown, index: number): ChatMessage {
         return {role: "tool", content, ...toolMessageFields(value, param)};
     if (role === "assistant") {
         const toolCalls = parseMessageToolCalls(value, param);
-        return {role, content, ...toolCalls !== undefined && toolCalls.length > 0 ? {toolCalls} : {}};
+        const reasoning = parseMessageReasoning(value, param);
+        return {role, content, ...toolCalls !== undefined && toolCalls.length > 0 ? {toolCalls} : {},
+            ...reasoning !== undefined ? {reasoning} : {}};
     }
     return {role: role === "developer" ? "system" : role, content};
 }
@@ -193,7 +200,8 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
         fail("messages", "expected a non-empty array");
     if (messages.length > maxMessages)
         fail("messages", `at most ${maxMessages} messages`);
-    const request: ChatCompletionRequest = {...parseSampling(body, "chat"), ...parseToolParams(body), messages: messages.map(parseMessage)};
+    const request: ChatCompletionRequest = {...parseSampling(body, "chat"), ...parseToolParams(body), ...parseReasoningParams(body),
+        messages: messages.map(parseMessage)};
     if (request.toolChoice !== undefined && request.ignoreEos)
         fail("ignore_eos", "cannot be used with a tool_choice that demands a call (the call ends the answer)");
     if (request.toolChoice !== undefined && request.responseFormat !== undefined)

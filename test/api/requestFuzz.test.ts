@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
-import {demoChatTemplates, ensureDemoModel} from "../../engine/model/demoModel.js";
+import {buildDemoVocabulary, demoAddedTokens, demoChatTemplates, ensureDemoModel} from "../../engine/model/demoModel.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
 
@@ -23,7 +23,8 @@ function random(seed: number): () => number {
 
 const fieldNames = ["max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "n", "stream",
     "stream_options", "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
-    "response_format", "logprobs", "top_logprobs", "ignore_eos", "tool_choice", "suffix", "echo", "model", "user", "tools"];
+    "response_format", "logprobs", "top_logprobs", "ignore_eos", "tool_choice", "suffix", "echo", "model", "user", "tools", "reasoning_format",
+    "chat_template_kwargs"];
 
 function oddValue(next: () => number, depth = 0): unknown {
     const pick = Math.floor(next() * 16);
@@ -145,5 +146,55 @@ describe("OpenAI-compatible endpoint: odd tool-calling bodies", () => {
         assert.ok(toolCalls > 0, `some answers carried tool calls: ${toolCalls}`);
         const after = await api.openai.chat.completions.create({model: "m", messages: [{role: "user", content: "Still there?"}], max_tokens: 2});
         assert.equal(after.usage?.completion_tokens, 2);
+    });
+});
+
+describe("OpenAI-compatible endpoint: odd bodies for a reasoning model", () => {
+    const template = demoChatTemplates.thinking;
+    const closeToken = buildDemoVocabulary(demoAddedTokens(template)).tokens.indexOf("</think>");
+    const api = apiForSuite(async () => ({mode: "inProcess" as const, contextSize: 4096,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: template})}));
+
+    test("200 or a 4xx for 120 seeded random bodies with reasoning fields; a 200's reasoning ends at its closing marker", async () => {
+        const next = random(20261207);
+        const one = <T>(values: T[]): T => values[Math.floor(next() * values.length)]!;
+        const statuses = new Map<number, number>();
+        let split = 0;
+        for (let i = 0; i < 120; i++) {
+            const messages: unknown[] = [{role: "user", content: "Why?"}];
+            if (next() < 0.4)
+                messages.push({role: "assistant", content: next() < 0.8 ? "Because." : null,
+                    [one(["reasoning_content", "reasoning"])]: next() < 0.8 ? "I looked." : oddValue(next, 2)}, {role: "user", content: "Sure?"});
+            const body: Record<string, unknown> = {messages, max_tokens: 1 + Math.floor(next() * 24), temperature: 1, seed: i,
+                logit_bias: {[closeToken]: one([0, 2, 4, 8])}};
+            if (next() < 0.4) body.reasoning_format = next() < 0.8 ? one(["none", "auto", "deepseek"]) : oddValue(next);
+            if (next() < 0.3) body.chat_template_kwargs = next() < 0.8 ? {enable_thinking: next() < 0.5, other: 1} : oddValue(next);
+            if (next() < 0.15) body.response_format = {type: "json_object"};
+            if (next() < 0.3) body.stream = true;
+            const response = await fetch(`${api.openai.baseURL}/chat/completions`,
+                {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200) {
+                assert.equal(typeof (JSON.parse(text) as {error: {message: unknown}}).error.message, "string", text);
+                continue;
+            }
+            assert.ok(!text.includes("\"error\":{"), `an error in a 200 for ${JSON.stringify(body)}: ${text}`);
+            if (body.stream === true)
+                continue;
+            type Answer = {choices: [{message: {content: string, reasoning_content?: string}}],
+                usage: {completion_tokens: number, completion_tokens_details?: {reasoning_tokens: number}}};
+            const {choices: [{message}], usage} = JSON.parse(text) as Answer;
+            // The reasoning ends at the first closing marker (a second one is the answer's text, as llama.cpp's server splits it).
+            if (message.reasoning_content !== undefined) {
+                split++;
+                assert.ok(!message.reasoning_content.includes("</think>"), text);
+            }
+            const reasoningTokens = usage.completion_tokens_details?.reasoning_tokens ?? 0;
+            assert.ok(reasoningTokens <= usage.completion_tokens, text);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 40 && (statuses.get(400) ?? 0) > 3, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        assert.ok(split > 10, `split answers: ${split}`);
     });
 });

@@ -31,7 +31,8 @@ export function defaultMaxTokens(info: EngineInfo): number {
 }
 
 /** What a request generates from: a prompt (FIM with `suffix`) or messages (with the tools they may call). */
-export type GenerationSource = Pick<GenerateInput, "prompt" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls">;
+export type GenerationSource = Pick<GenerateInput, "prompt" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls" |
+    "separateReasoning" | "allowReasoning">;
 
 /** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
 export function generationInput(

@@ -35,9 +35,10 @@ type Kind = "chat" | "completions";
 
 /** Serves a chat completion request. */
 export async function serveChatCompletion(body: ChatCompletionRequest, context: GenerationContext): Promise<void> {
-    const {tools, toolChoice, parallelToolCalls} = body;
+    const {tools, toolChoice, parallelToolCalls, separateReasoning, allowReasoning} = body;
     await serveGeneration("chat", body, {messages: body.messages, ...tools !== undefined ? {tools} : {},
-        ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {}}, context);
+        ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {},
+        ...separateReasoning !== undefined ? {separateReasoning} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {}}, context);
 }
 
 /** Serves a (text) completion request; with `suffix`, fill in the middle. */
@@ -85,11 +86,15 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Genera
 
 type ResponseIds = {id: string, created: number, model: string};
 
-/** OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`). */
+/**
+ * OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`)
+ * and, for an answer whose reasoning was separated, the reasoning's tokens.
+ */
 function usageOf(result: RequestResult): Usage {
-    const {promptTokens, cachedTokens, generatedTokens} = result;
+    const {promptTokens, cachedTokens, generatedTokens, reasoning} = result;
     return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens,
-        prompt_tokens_details: {cached_tokens: cachedTokens}};
+        prompt_tokens_details: {cached_tokens: cachedTokens},
+        ...reasoning !== undefined ? {completion_tokens_details: {reasoning_tokens: reasoning.tokens}} : {}};
 }
 
 function finishReason(result: RequestResult): ApiFinishReason {
@@ -135,9 +140,10 @@ async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult,
     const logprobs = result.logprobs;
     const toolCalls = toolCallsOf(result);
     // With tool calls and no text, `content` is null, as OpenAI answers.
+    const reasoning = result.reasoning !== undefined && result.reasoning.text !== "" ? {reasoning_content: result.reasoning.text} : {};
     const message: ChatCompletion["choices"][0]["message"] = toolCalls !== undefined
-        ? {role: "assistant", content: result.text === "" ? null : result.text, tool_calls: toolCalls}
-        : {role: "assistant", content: result.text};
+        ? {role: "assistant", content: result.text === "" ? null : result.text, ...reasoning, tool_calls: toolCalls}
+        : {role: "assistant", content: result.text, ...reasoning};
     const body: ChatCompletion | Completion = kind === "chat"
         ? {...ids, object: "chat.completion", usage: usageOf(result),
             choices: [{index: 0, message, finish_reason: finishReason(result),
@@ -164,6 +170,12 @@ function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: A
         logprobs: logprobs !== undefined ? completionLogprobs(logprobs.entries, logprobs.offset) : null}]};
 }
 
+function reasoningChunk(ids: ResponseIds, reasoning: string, logprobs: {entries: readonly TokenLogprob[]} | undefined
+): ChatCompletionChunk {
+    return {...ids, object: "chat.completion.chunk", choices: [{index: 0, delta: {reasoning_content: reasoning}, finish_reason: null,
+        logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
+}
+
 async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handle: ReturnType<EngineClient["generate"]>,
                       response: http.ServerResponse): Promise<void> {
     response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
@@ -178,7 +190,10 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
     for await (const piece of handle) {
         // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
         const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
-        if (piece.text !== "" || logprobs !== undefined)
+        // Reasoning streams as llama.cpp's server streams it: `reasoning_content` deltas, before the content that follows it.
+        if (kind === "chat" && piece.reasoning !== undefined && piece.reasoning !== "")
+            send(reasoningChunk(ids, piece.reasoning, piece.text === "" ? logprobs : undefined));
+        if (piece.text !== "" || (logprobs !== undefined && (piece.reasoning ?? "") === ""))
             send(chunk(kind, ids, piece.text, null, false, logprobs));
         for (const entry of piece.logprobs ?? [])
             offset += entry.token.length;
