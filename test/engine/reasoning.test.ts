@@ -68,6 +68,18 @@ describe("reasoning syntax from node-llama-cpp's wrapper settings", () => {
             {open: undefined, close: "</think>", opener: "", closer: "</think>", opensOnAnswerStart: true});
         assert.equal(reasoningSyntaxOf({prefix: "[THINK]", suffix: "[/THINK]"}, text)?.opensOnAnswerStart, false);
     });
+    test("node-llama-cpp's wrappers for Qwen3, DeepSeek-R1 and Seed-OSS (the ones their GGUFs resolve to)", async () => {
+        const {QwenChatWrapper, DeepSeekChatWrapper, SeedChatWrapper, LlamaText} = await importNodeLlamaCpp();
+        const llamaText = (value: unknown): string => LlamaText(value as Parameters<typeof LlamaText>[0]).toString();
+        const of = (wrapper: {settings: {segments?: {thought?: unknown}}}): ReasoningSyntax | undefined =>
+            reasoningSyntaxOf(wrapper.settings.segments?.thought as Parameters<typeof reasoningSyntaxOf>[0], llamaText);
+        assert.deepEqual(of(new QwenChatWrapper()), {open: "<think>", close: "</think>", opener: "<think>\n", closer: "\n</think>",
+            opensOnAnswerStart: false});
+        assert.equal(of(new QwenChatWrapper({variation: "3.5"}))?.opensOnAnswerStart, true);
+        assert.deepEqual(of(new DeepSeekChatWrapper()), {open: "<think>", close: "</think>", opener: "<think>", closer: "</think>",
+            opensOnAnswerStart: false});
+        assert.equal(of(new SeedChatWrapper())?.close, "</seed:think>");
+    });
     test("none without a closing marker", () => {
         assert.equal(reasoningSyntaxOf(undefined, text), undefined);
         assert.equal(reasoningSyntaxOf({prefix: "<think>"}, text), undefined);
