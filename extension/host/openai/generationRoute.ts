@@ -11,25 +11,14 @@ import type {
     SamplingParams, Usage
 } from "../../../protocol/openaiApi.js";
 import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
-import {checkLogitBias} from "../../../protocol/openaiSampling.js";
-import type {EngineInfo, TokenLogprob} from "../../../protocol/engineMessages.js";
-import type {EngineClient, GenerateInput} from "../engineClient/engineClient.js";
+import type {TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestResult} from "../engineClient/requestState.js";
-import {generationInput, type GenerationSource} from "../chat/generationInput.js";
+import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
+import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
-export type GenerationContext = {
-    client: EngineClient,
-    info: EngineInfo,
-    modelId: string,
-    /** Who sent it (the stats break requests down by this). */
-    clientLabel: string,
-    /** Refuse with 503 when this many requests (at least one) already wait for a sequence. */
-    maxWaiting: number,
-    request: http.IncomingMessage,
-    response: http.ServerResponse
-};
 
 type Kind = "chat" | "completions";
 
@@ -46,30 +35,16 @@ export async function serveCompletion(body: CompletionRequest, context: Generati
     await serveGeneration("completions", body, {prompt: body.prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})}, context);
 }
 
+/** The chat and completions endpoints' names for what an engine refusal is about. */
+function fieldsOf(kind: Kind, withSuffix: boolean): RefusalFields {
+    return {responseFormat: "response_format", maxTokens: "max_tokens", ...kind === "completions" && withSuffix ? {suffix: "suffix"} : {}};
+}
+
 async function serveGeneration(kind: Kind, params: SamplingParams, input: GenerationSource,
                                context: GenerationContext): Promise<void> {
-    const {client, info, response} = context;
-    // Refused here only when requests already wait, so this one would wait behind them. Whether a request
-    // arriving at an empty queue must wait depends on the sequences, which only the engine knows: its own
-    // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
-    if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
-        throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
-    checkLogitBias(params.logitBias, info.model.vocabularySize);
-    const generate: GenerateInput = generationInput(input, params, info, context.clientLabel);
-    const handle = client.generate(generate);
-    // A client that goes away cancels its request; the engine stops it at its next token (reason `abort`).
-    const onClose = (): void => {
-        if (!response.writableFinished)
-            handle.cancel();
-    };
-    response.on("close", onClose);
-    try {
-        if (!await handle.queued) {
-            const result = await handle.done;
-            if (result.reason === "abort" && response.destroyed)
-                return;
-            throw refusal(result, client, input.suffix !== undefined);
-        }
+    const {client, response} = context;
+    const fields = fieldsOf(kind, input.suffix !== undefined);
+    await runEngineRequest(context, input, params, fields, async (handle) => {
         const ids: ResponseIds = {
             id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handle.id.replaceAll("-", "")}`,
             created: Math.floor(Date.now() / 1000),
@@ -78,10 +53,8 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Genera
         if (params.stream)
             await stream(kind, ids, params.includeUsage, handle, response);
         else
-            await respondWhole(kind, ids, await handle.done, client, response);
-    } finally {
-        response.off("close", onClose);
-    }
+            await respondWhole(kind, ids, await handle.done, client, fields, response);
+    });
 }
 
 type ResponseIds = {id: string, created: number, model: string};
@@ -109,34 +82,12 @@ function toolCallsOf(result: RequestResult): ApiToolCall[] | undefined {
         function: {name: call.name, arguments: call.arguments}}));
 }
 
-/** 503 `queue_full`: the server answers it with `Retry-After` (apiServer.ts). */
-function queueFull(message: string): ApiRequestError {
-    return new ApiRequestError(message, null, 503, "server_error", "queue_full");
-}
-
-/** The API error for a request the engine refused or failed. */
-function refusal(result: RequestResult, client: EngineClient, withSuffix = false): ApiRequestError {
-    const message = result.error ?? `the request ended with ${result.reason}`;
-    if (result.errorCode === "invalid_request")
-        return new ApiRequestError(message, message.startsWith("responseFormat:") ? "response_format"
-            : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
-                : withSuffix && message.includes("suffix") ? "suffix" : null, 400);
-    if (result.errorCode === "context_length_exceeded")
-        return new ApiRequestError(message, "max_tokens", 400, "invalid_request_error", "context_length_exceeded");
-    // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
-    if (result.errorCode === "queue_full")
-        return queueFull(message);
-    if (client.state !== "ready")
-        return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
-    return new ApiRequestError(message, null, 500, "server_error", "engine_error");
-}
-
-async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient,
+async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient, fields: RefusalFields,
                             response: http.ServerResponse): Promise<void> {
     if (result.reason === "abort" && response.destroyed)
         return;
     if (result.reason === "error" || result.reason === "abort")
-        throw refusal(result, client);
+        throw refusal(result, client, fields);
     const logprobs = result.logprobs;
     const toolCalls = toolCallsOf(result);
     // With tool calls and no text, `content` is null, as OpenAI answers.

@@ -1,0 +1,82 @@
+/**
+ * One API request on the engine, for every generating route (chat and text completions, responses): the same
+ * back-pressure, the same cancel on disconnect, and the engine's refusals as API errors naming the route's fields.
+ */
+import type http from "node:http";
+import {ApiRequestError} from "../../../protocol/openaiFields.js";
+import {checkLogitBias} from "../../../protocol/openaiSampling.js";
+import type {EngineInfo} from "../../../protocol/engineMessages.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
+import type {RequestHandle} from "../engineClient/requestHandle.js";
+import type {RequestResult} from "../engineClient/requestState.js";
+import {generationInput, type GenerationParams, type GenerationSource} from "../chat/generationInput.js";
+
+export type GenerationContext = {
+    client: EngineClient,
+    info: EngineInfo,
+    modelId: string,
+    /** Who sent it (the stats break requests down by this). */
+    clientLabel: string,
+    /** Refuse with 503 when this many requests (at least one) already wait for a sequence. */
+    maxWaiting: number,
+    request: http.IncomingMessage,
+    response: http.ServerResponse
+};
+
+/** The route's names for the fields an engine refusal may be about. */
+export type RefusalFields = {responseFormat: string, maxTokens: string, suffix?: string};
+
+/**
+ * Sends the request and waits until the engine has queued it (so a refused request still gets its status line),
+ * then runs `answer` with its handle. A refusal throws the API error; a client that goes away cancels its request
+ * (the engine stops it at its next token, reason `abort`), and when it went away before the queueing, nothing runs.
+ */
+export async function runEngineRequest(context: GenerationContext, input: GenerationSource, params: GenerationParams,
+                                       fields: RefusalFields, answer: (handle: RequestHandle) => Promise<void>): Promise<void> {
+    const {client, info, response} = context;
+    // Refused here only when requests already wait, so this one would wait behind them. Whether a request
+    // arriving at an empty queue must wait depends on the sequences, which only the engine knows: its own
+    // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
+    if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
+        throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
+    checkLogitBias(params.logitBias, info.model.vocabularySize);
+    const handle = client.generate(generationInput(input, params, info, context.clientLabel));
+    const onClose = (): void => {
+        if (!response.writableFinished)
+            handle.cancel();
+    };
+    response.on("close", onClose);
+    try {
+        if (!await handle.queued) {
+            const result = await handle.done;
+            if (result.reason === "abort" && response.destroyed)
+                return;
+            throw refusal(result, client, fields);
+        }
+        await answer(handle);
+    } finally {
+        response.off("close", onClose);
+    }
+}
+
+/** 503 `queue_full`: the server answers it with `Retry-After` (apiServer.ts). */
+function queueFull(message: string): ApiRequestError {
+    return new ApiRequestError(message, null, 503, "server_error", "queue_full");
+}
+
+/** The API error for a request the engine refused or failed. */
+export function refusal(result: RequestResult, client: EngineClient, fields: RefusalFields): ApiRequestError {
+    const message = result.error ?? `the request ended with ${result.reason}`;
+    if (result.errorCode === "invalid_request")
+        return new ApiRequestError(message, message.startsWith("responseFormat:") ? fields.responseFormat
+            : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
+                : fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : null, 400);
+    if (result.errorCode === "context_length_exceeded")
+        return new ApiRequestError(message, fields.maxTokens, 400, "invalid_request_error", "context_length_exceeded");
+    // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
+    if (result.errorCode === "queue_full")
+        return queueFull(message);
+    if (client.state !== "ready")
+        return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
+    return new ApiRequestError(message, null, 500, "server_error", "engine_error");
+}
