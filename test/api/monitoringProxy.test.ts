@@ -83,7 +83,31 @@ describe("monitoring proxy in front of `inference-monitor serve`", () => {
         assert.ok(itls.every((v) => v >= 0));
     });
 
+    test("Responses API traffic is measured too: streamed and whole, the server's usage and the stream's TTFT", async () => {
+        const openai = new OpenAI({baseURL: `${proxy.url}/v1`, apiKey: "none", maxRetries: 0});
+        const before = manager.counters();
+        const stream = openai.responses.stream({model: "m", input: "Tell me a story", max_output_tokens: 20, temperature: 1, seed: 3});
+        let deltas = 0;
+        let streamed: OpenAI.Responses.Response | undefined;
+        stream.on("response.output_text.delta", () => deltas++);
+        // Cut by max_output_tokens, it ends with response.incomplete (the SDK's finalResponse keeps only a completed one's usage).
+        stream.on("response.incomplete", (event) => streamed = event.response);
+        await stream.finalResponse();
+        assert.ok(streamed?.usage !== undefined && streamed.usage !== null);
+        const whole = await openai.responses.create({model: "m", input: "Once upon a time", max_output_tokens: 7});
+        const after = manager.counters();
+        assert.equal(after.requests.arrived - before.requests.arrived, 2);
+        assert.equal(after.requests.byReason.length - before.requests.byReason.length, 2, "both cut by max_output_tokens");
+        assert.equal(after.generationTokens - before.generationTokens, streamed.usage.output_tokens + whole.usage!.output_tokens);
+        assert.equal(after.promptTokens - before.promptTokens, streamed.usage.input_tokens + whole.usage!.input_tokens);
+        const [first, second] = manager.snapshot().requests.slice(-2);
+        assert.ok(first!.metrics.ttftS! > 0 && first!.metrics.ttftS! < first!.metrics.e2eS!, JSON.stringify(first!.metrics));
+        assert.ok(deltas > 1 && manager.windowValues("itl").length > 0);
+        assert.equal(second!.generatedTokens, 7);
+    });
+
     test("SSE passes event for event; non-streamed answers and other paths pass too", async () => {
+        const arrived = manager.counters().requests.arrived;
         const body = JSON.stringify({model: "m", prompt: "Once upon a time", max_tokens: 12, temperature: 0, stream: true, ignore_eos: true});
         const post = async (base: string) => await fetch(`${base}/v1/completions`, {method: "POST", headers: {"Content-Type": "application/json"}, body});
         const [direct, through] = await Promise.all([post(origin), post(proxy.url)]);
@@ -95,7 +119,7 @@ describe("monitoring proxy in front of `inference-monitor serve`", () => {
         assert.equal(whole.usage.completion_tokens, 5);
         const models = await (await fetch(`${proxy.url}/v1/models`)).json() as {data: unknown[]};
         assert.equal(models.data.length, 1, "GET /v1/models forwarded, not measured");
-        assert.equal(manager.counters().requests.arrived, 3, "the two generation requests only");
+        assert.equal(manager.counters().requests.arrived - arrived, 2, "the two generation requests only");
         const notForwarded = await fetch(`${proxy.url}/metrics`);
         assert.equal(notForwarded.status, 404);
         assert.match(((await notForwarded.json()) as {error: {message: string}}).error.message, /forwards \/v1\/\* and \/api\/\* only/);

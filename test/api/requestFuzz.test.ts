@@ -198,3 +198,55 @@ describe("OpenAI-compatible endpoint: odd bodies for a reasoning model", () => {
         assert.ok(split > 10, `split answers: ${split}`);
     });
 });
+
+/** An input item of the Responses API, mostly well-formed, sometimes not. */
+function oddResponsesItem(next: () => number): unknown {
+    const items = [
+        {role: "user", content: "Weather?"},
+        {type: "message", role: "user", content: [{type: "input_text", text: "Hi"}]},
+        {role: "assistant", content: [{type: "output_text", text: "Sure."}]},
+        {role: "developer", content: "Be brief."},
+        {type: "function_call", call_id: "c1", name: "get_weather", arguments: "{\"a\": 1}"},
+        {type: "function_call_output", call_id: "c1", output: "21 C"},
+        {type: "reasoning", summary: [], content: [{type: "reasoning_text", text: "Thinking."}]},
+        {type: "function_call_output", call_id: "zz", output: [{type: "input_text", text: "x"}]},
+        {role: "user", content: [{type: "input_image", image_url: "http://x/y.png"}]},
+        {type: "web_search_call"}
+    ];
+    return next() < 0.9 ? items[Math.floor(next() * items.length)] : oddValue(next, 2);
+}
+
+describe("OpenAI-compatible endpoint: odd Responses API bodies", () => {
+    const api = apiForSuite(async () => ({mode: "inProcess" as const, contextSize: 4096,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: demoChatTemplates.chatmlTools})}));
+    const fields = ["instructions", "temperature", "top_p", "tools", "tool_choice", "parallel_tool_calls", "text", "reasoning", "metadata", "store",
+        "previous_response_id", "top_k", "seed", "include", "truncation", "background", "model", "user"];
+
+    test("200 or a 4xx for 150 seeded random bodies; a streamed 200 ends with its final event; the engine keeps serving", async () => {
+        const next = random(20261208);
+        const statuses = new Map<number, number>();
+        for (let i = 0; i < 150; i++) {
+            const body: Record<string, unknown> = {input: next() < 0.3 ? "Hi" : Array.from({length: Math.floor(next() * 4)}, () => oddResponsesItem(next)),
+                max_output_tokens: 1 + Math.floor(next() * 20)};
+            for (let k = 0; k < Math.floor(next() * 3); k++)
+                body[fields[Math.floor(next() * fields.length)]!] = oddValue(next);
+            if (next() < 0.4) body.tools = [{type: "function", name: "get_weather", parameters: {type: "object", properties: {a: {type: "integer"}}}}];
+            if (next() < 0.2) body.tool_choice = next() < 0.5 ? "required" : {type: "function", name: "get_weather"};
+            if (next() < 0.3) body.stream = true;
+            const response = await fetch(`${api.openai.baseURL}/responses`,
+                {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200)
+                assert.equal(typeof (JSON.parse(text) as {error: {message: unknown}}).error.message, "string", text);
+            else if (body.stream === true)
+                assert.match(text, /event: response\.(completed|incomplete)\ndata: .*\n\n$/, `${JSON.stringify(body)}: ${text.slice(-300)}`);
+            else
+                assert.match((JSON.parse(text) as {status: string}).status, /^(completed|incomplete)$/, text);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        const after = await api.openai.responses.create({model: "m", input: "Still there?", max_output_tokens: 2});
+        assert.equal(after.usage?.output_tokens, 2);
+    });
+});

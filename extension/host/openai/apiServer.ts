@@ -7,6 +7,7 @@
  *   GET  /v1/models/{id}       that model (OpenAI's "retrieve model"; 404 model_not_found for another id)
  *   POST /v1/chat/completions  chat (JSON or SSE stream)
  *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
+ *   POST /v1/responses         OpenAI's Responses API (stateless: the whole conversation as `input`)
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
  *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given (with its access token: `dashboardUrl`)
@@ -30,6 +31,8 @@ import type {MetricsBody} from "../stats/loggers/metricsHttpServer.js";
 import {ApiKeyCheck, type ApiKey} from "./apiKeys.js";
 import {clientLabel} from "./clientLabel.js";
 import {serveChatCompletion, serveCompletion} from "./generationRoute.js";
+import {serveResponse} from "./responsesRoute.js";
+import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 
 /** The default port: clear of Ollama (11434), llama.cpp (8080), LM Studio (1234) and vLLM (8000). */
 export const defaultApiPort = 8719;
@@ -234,7 +237,7 @@ export class ApiServer {
             sendJson(response, 200, modelObject(info));
             return;
         }
-        if (pathname !== "/v1/chat/completions" && pathname !== "/v1/completions")
+        if (pathname !== "/v1/chat/completions" && pathname !== "/v1/completions" && pathname !== "/v1/responses")
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
@@ -251,6 +254,8 @@ export class ApiServer {
         };
         if (pathname === "/v1/chat/completions")
             await serveChatCompletion(parseChatCompletionRequest(body), context);
+        else if (pathname === "/v1/responses")
+            await serveResponse(parseResponsesRequest(body), context);
         else
             await serveCompletion(parseCompletionRequest(body), context);
     }

@@ -6,6 +6,7 @@
  */
 import {createParser, type EventSourceMessage} from "eventsource-parser";
 import {parseStreamChunk} from "../../../protocol/openaiApi.js";
+import {responseObjectContent, responsesEventContent} from "../../../protocol/openaiResponseObjects.js";
 import {isObject} from "../../../protocol/validation.js";
 
 export type TapEnd = {
@@ -46,7 +47,7 @@ export function createTap(format: TapFormat, onText: (text: string) => void): Re
     }
 }
 
-/** OpenAI's chat/completions stream. */
+/** OpenAI's chat/completions stream, or the Responses API's events. */
 class SseTap implements ResponseTap {
     private readonly decoder = new TextDecoder();
     private readonly state: TapEnd = {finishReason: undefined, promptTokens: undefined, completionTokens: undefined, error: undefined};
@@ -68,7 +69,8 @@ class SseTap implements ResponseTap {
             return;
         let chunk;
         try {
-            chunk = parseStreamChunk(JSON.parse(event.data));
+            const value: unknown = JSON.parse(event.data);
+            chunk = responsesEventContent(value) ?? parseStreamChunk(value);
         } catch {
             return; // not ours to judge: the client gets the bytes as they are
         }
@@ -143,6 +145,16 @@ class JsonTap implements ResponseTap {
         try {
             value = JSON.parse(Buffer.concat(this.chunks).toString("utf8"));
         } catch {
+            return state;
+        }
+        const response = responseObjectContent(value, true);
+        if (response !== undefined) {
+            if (response.text !== "")
+                this.onText(response.text);
+            state.finishReason = response.finishReason ?? undefined;
+            state.error = response.error;
+            state.promptTokens = response.usage?.prompt_tokens;
+            state.completionTokens = response.usage?.completion_tokens;
             return state;
         }
         if (isObject(value) && ("done" in value || "response" in value || "message" in value) && !("choices" in value)) {
