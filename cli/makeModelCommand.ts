@@ -2,6 +2,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import {
+    defaultDemoContextLength,
     demoChatTemplates,
     demoModelDtypes,
     demoModelSizes,
@@ -13,7 +14,7 @@ import {
 import {errorMessage} from "../common/errorMessage.js";
 import {formatBytes, formatDuration} from "../common/format.js";
 import type {CliIo} from "./cliIo.js";
-import {readCommandLine, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
+import {readCommandLine, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {choiceValue, integerValue} from "./optionValues.js";
 
 const sizes = Object.keys(demoModelSizes) as DemoModelSize[];
@@ -30,20 +31,27 @@ export const makeModelCommandLine = {
         "dtype": {type: "string", placeholder: "TYPE",
             description: "f16 | f32 | q8_0 | q4_0 storage type of the weight matrices (default: f16; q4_0 keeps output.weight in q8_0)"},
         "chat-template": {type: "string", placeholder: "NAME|FILE",
-            description: `store a Jinja chat template (tokenizer.chat_template): ${Object.keys(demoChatTemplates).join(" | ")} (built in), or a file`}
+            description: `store a Jinja chat template (tokenizer.chat_template): ${Object.keys(demoChatTemplates).join(" | ")} (built in), or a file`},
+        "context-length": {type: "string", placeholder: "N",
+            description: `the context length it declares, a power of two from 256 to 131072 (default: ${defaultDemoContextLength}; same weights)`}
     },
     details: ["Sizes:", ...Object.values(demoModelSizes).map((info) => `    ${info.description}`)].join("\n")
 } satisfies CommandLine<CliOptions>;
 
-type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: DemoModelDtype, chatTemplate: string | undefined};
+type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: DemoModelDtype, chatTemplate: string | undefined,
+    contextLength: number};
 
 function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.options>): MakeModelOptions {
+    const contextLength = integerValue("context-length", values["context-length"], defaultDemoContextLength, 256, 131072);
+    if ((contextLength & (contextLength - 1)) !== 0)
+        throw new UsageError(`--context-length must be a power of two, got ${contextLength}`);
     return {
         out: values.out!,
         size: choiceValue("size", values.size, sizes, "small"),
         seed: integerValue("seed", values.seed, 0, 0),
         dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
-        chatTemplate: values["chat-template"]
+        chatTemplate: values["chat-template"],
+        contextLength
     };
 }
 
@@ -53,7 +61,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const commandLine = readCommandLine(makeModelCommandLine, args, io, makeModelOptionsFrom);
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
-    const {size, seed, dtype} = commandLine.options;
+    const {size, seed, dtype, contextLength} = commandLine.options;
     const chatTemplate = await readChatTemplate(commandLine.options.chatTemplate);
     if (typeof chatTemplate === "object") {
         stderr(`make-model: cannot read the chat template ${commandLine.options.chatTemplate}: ${chatTemplate.error}\n`);
@@ -63,7 +71,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const file = path.resolve(commandLine.options.out);
     const started = performance.now();
     try {
-        await writeDemoModel(file, {size, seed, dtype, chatTemplate});
+        await writeDemoModel(file, {size, seed, dtype, chatTemplate, contextLength});
     } catch (error) {
         stderr(`make-model: failed to write ${file}: ${errorMessage(error)}\n`);
         return 1;
@@ -72,7 +80,8 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const {size: bytes} = await fs.stat(file);
     stdout([
         `Wrote ${file}`,
-        `  model:      demo ${size}, seed ${seed}, ${dtype}${chatTemplate === undefined ? "" : `, chat template ${commandLine.options.chatTemplate}`}`,
+        `  model:      demo ${size}, seed ${seed}, ${dtype}${chatTemplate === undefined ? "" : `, chat template ${commandLine.options.chatTemplate}`}` +
+            (contextLength === defaultDemoContextLength ? "" : `, context ${contextLength}`),
         `  parameters: ${demoModelSizes[size].parameterCount.toLocaleString("en-US")}`,
         `  file size:  ${bytes.toLocaleString("en-US")} bytes (${formatBytes(bytes)})`,
         `  took:       ${formatDuration(tookMs)}`,

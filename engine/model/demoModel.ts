@@ -318,10 +318,18 @@ export interface DemoModelOptions {
      * and llama.cpp's server fails a completion whose text is not (benchmarks against it use this
      * variant on every side). Prompts still tokenize as before. Default false.
      */
-    readonly textOnly?: boolean
+    readonly textOnly?: boolean,
+    /**
+     * The context length the model declares (`llama.context_length`, which the engine does not exceed), for
+     * prompts longer than the default 4096 tokens (an agent's instructions and tools). Only metadata: the weights
+     * are the same. A power of two from 256 to 131072.
+     */
+    readonly contextLength?: number
 }
 
 type ResolvedOptions = Required<Omit<DemoModelOptions, "chatTemplate">> & {chatTemplate: string | undefined};
+
+export const defaultDemoContextLength = 4096;
 
 export interface DemoModelGgufSpec {
     readonly metadata: GgufMetadataEntry[],
@@ -335,13 +343,17 @@ function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
     if (!isDemoModelSize(size)) throw new RangeError(`Unknown demo model size: ${String(size)}`);
     if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`Demo model seed must be a non-negative integer, got ${seed}`);
     if (!(demoModelDtypes as readonly string[]).includes(dtype)) throw new RangeError(`Unknown demo model dtype: ${String(dtype)}`);
-    return {size, seed, dtype, chatTemplate: opts.chatTemplate, textOnly: opts.textOnly ?? false};
+    const contextLength = opts.contextLength ?? defaultDemoContextLength;
+    const powerOfTwo = (contextLength & (contextLength - 1)) === 0;
+    if (!Number.isSafeInteger(contextLength) || contextLength < 256 || contextLength > 131072 || !powerOfTwo)
+        throw new RangeError(`Demo model context length must be a power of two from 256 to 131072, got ${contextLength}`);
+    return {size, seed, dtype, chatTemplate: opts.chatTemplate, textOnly: opts.textOnly ?? false, contextLength};
 }
 
 /** Metadata and tensor sources of a demo model (exposed so tests can write deliberately broken variants). */
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
-    const {size, seed, dtype, chatTemplate, textOnly} = resolveOptions(opts);
-    const {shape} = demoModelSizes[size];
+    const {size, seed, dtype, chatTemplate, textOnly, contextLength} = resolveOptions(opts);
+    const shape = {...demoModelSizes[size].shape, contextLength};
     const added = demoAddedTokens(chatTemplate);
     const vocabulary = added.length === 0 ? baseVocabulary : buildDemoVocabulary(added);
     const headDim = shape.embeddingLength / shape.headCount;
@@ -492,9 +504,10 @@ export function defaultDemoModelCacheDir(): string {
 
 /** Cache file name; encodes everything that determines the bytes. */
 export function demoModelFileName(opts: DemoModelOptions = {}): string {
-    const {size, seed, dtype, chatTemplate, textOnly} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate, textOnly, contextLength} = resolveOptions(opts);
     const template = chatTemplate === undefined ? "" : `-chat${fnv1a(chatTemplate).toString(16).padStart(8, "0")}`;
-    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
+    const context = contextLength === defaultDemoContextLength ? "" : `-ctx${contextLength}`;
+    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}${context}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 
 const inFlight = new Map<string, Promise<string>>();

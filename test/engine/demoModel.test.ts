@@ -320,7 +320,9 @@ describe("make-model command", () => {
             ["--out", "x.gguf", "--seed", "-1"],
             ["--out", "x.gguf", "--seed", "1.5"],
             ["--out", "x.gguf", "--seed", "abc"],
-            ["--out", "x.gguf", "--dtype", "q4"]
+            ["--out", "x.gguf", "--dtype", "q4"],
+            ["--out", "x.gguf", "--context-length", "5000"],
+            ["--out", "x.gguf", "--context-length", "128"]
         ]) {
             const result = await run(args);
             assert.equal(result.code, 2, args.join(" "));
@@ -565,6 +567,29 @@ describe("make-model: quantized types, chat templates, unwritable paths", () => 
         const missing = await runCli(["make-model", "--out", file, "--chat-template", path.join(tmpDir, "nope.jinja")]);
         assert.equal(missing.code, 2);
         assert.match(missing.stderr, /cannot read the chat template .*nope\.jinja: ENOENT/);
+        await fs.rm(file);
+        await fs.rm(reference);
+    });
+
+    test("--context-length: a longer context the engine then serves, the same weights, its own cache file", async () => {
+        const file = path.join(tmpDir, "cli-ctx.gguf");
+        const result = await runCli(["make-model", "--out", file, "--size", "tiny", "--context-length", "16384"]);
+        assert.equal(result.code, 0, result.stderr);
+        assert.match(result.stdout, /context 16384/);
+        const reference = path.join(tmpDir, "lib-ctx.gguf");
+        await writeDemoModel(reference, {size: "tiny"});
+        const [long, plain] = await Promise.all([fs.readFile(file), fs.readFile(reference)]);
+        // Only the one metadata value differs: 16384 in place of 4096, at the same offset.
+        assert.equal(long.length, plain.length);
+        const differing = [...long.keys()].filter((i) => long[i] !== plain[i]);
+        assert.deepEqual(differing.map((i) => [plain[i], long[i]]), [[0x10, 0x40]], `differing bytes at ${differing.join()}`);
+        assert.notEqual(demoModelFileName({size: "tiny", contextLength: 16384}), demoModelFileName({size: "tiny"}));
+        const model = await (await getSharedLlama()).loadModel({modelPath: file});
+        try {
+            assert.equal(model.trainContextSize, 16384);
+        } finally {
+            await model.dispose();
+        }
         await fs.rm(file);
         await fs.rm(reference);
     });
