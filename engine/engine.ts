@@ -4,7 +4,7 @@ import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, typ
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import {
     maxTopLogprobs, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine, type RequestErrorCode,
-    type RequestEvent, type StepStats, type TokenLogprob
+    type RequestEvent, type StepStats, type TokenLogprob, type ChatMessage, type ToolDefinition
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {
@@ -175,6 +175,7 @@ export class Engine {
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "countTokens": this.countTokens(message.seq, message.text); break;
+            case "countPromptTokens": this.countPromptTokens(message.seq, message.messages, message.tools); break;
             case "shutdown": void this.dispose(); break;
         }
     }
@@ -183,6 +184,17 @@ export class Engine {
     private countTokens(seq: number, text: string): void {
         try {
             this.sink({type: "tokenCount", seq, count: this.loaded.model.tokenize(text, false).length});
+        } catch (error) {
+            this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
+        }
+    }
+
+    /** The prompt a chat request with these messages and tools would evaluate, as `generate` renders it, counted. */
+    private countPromptTokens(seq: number, messages: ChatMessage[], tools: ToolDefinition[] | undefined): void {
+        try {
+            const opens = reasoningSyntaxFor(this.loaded.model)?.opensOnAnswerStart === true;
+            const prompt = renderPrompt(this.loaded.model, {messages, ...tools !== undefined ? {tools} : {}}, opens ? "open" : undefined);
+            this.sink({type: "tokenCount", seq, count: prompt.length});
         } catch (error) {
             this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
         }
@@ -633,6 +645,9 @@ export class Engine {
             event.toolCalls = toolCalls.calls;
         if (request.reasoning !== undefined)
             event.reasoningTokens = request.reasoningTokens;
+        const stopString = request.stopStrings.matched;
+        if (stopString !== undefined && stopString !== jsonGrammarStop && reason === "stop")
+            event.stopString = stopString;
         this.emit(event);
     }
 

@@ -9,6 +9,8 @@ import {earliestIndex, partialMatchLength} from "./textMatching.js";
 export class StopStringMatcher {
     private held = "";
     private stopped = false;
+    /** The stop string that ended the output (the earliest found; the longest of those starting there). */
+    matched: string | undefined;
     private readonly longest: number;
 
     constructor(private readonly stops: readonly string[]) {
@@ -29,6 +31,7 @@ export class StopStringMatcher {
         const cut = earliestIndex(buffer, this.stops);
         if (cut !== -1) {
             this.stopped = true;
+            this.matched = this.stops.filter((stop) => buffer.startsWith(stop, cut)).sort((a, b) => b.length - a.length)[0];
             this.held = "";
             return buffer.slice(0, cut);
         }

@@ -156,6 +156,8 @@ export type HostToEngine =
     | {type: "ping", seq: number, hostTime: number}
     /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
     | {type: "countTokens", seq: number, text: string}
+    /** The tokens of the prompt a chat request with these messages (and tools) would evaluate; answered with `tokenCount`. */
+    | {type: "countPromptTokens", seq: number, messages: ChatMessage[], tools?: ToolDefinition[]}
     | {type: "shutdown"};
 
 /**
@@ -231,9 +233,10 @@ export type RequestEvent =
     /**
      * `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text).
      * `reasoningTokens`: of the generated tokens, those of the reasoning, for a request whose reasoning was separated.
+     * `stopString`: the request's stop string that ended it (reason `stop`), when one did.
      */
     | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode,
-        toolCalls?: GeneratedToolCall[], reasoningTokens?: number};
+        toolCalls?: GeneratedToolCall[], reasoningTokens?: number, stopString?: string};
 
 /** A tool call as the engine parsed it; the server in front gives it its id. */
 export type GeneratedToolCall = Omit<ToolCall, "id">;
@@ -418,6 +421,13 @@ export function parseHostToEngine(value: unknown): HostToEngine {
         case "ping": return {type: "ping", seq: expectInteger(obj, "seq", "ping"), hostTime: expectNumber(obj, "hostTime", "ping")};
         case "countTokens": return {type: "countTokens", seq: expectInteger(obj, "seq", "countTokens"),
             text: expectString(obj, "text", "countTokens", maxCountTokensText)};
+        case "countPromptTokens": {
+            const message: HostToEngine = {type: "countPromptTokens", seq: expectInteger(obj, "seq", "countPromptTokens"),
+                messages: expectArray(obj, "messages", "countPromptTokens", 10_000).map(parseChatMessage)};
+            if (obj.tools !== undefined)
+                message.tools = expectArray(obj, "tools", "countPromptTokens", maxTools).map(parseToolDefinition);
+            return message;
+        }
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -472,6 +482,8 @@ function parseRequestEvent(value: unknown): RequestEvent {
                 });
             const reasoningTokens = optionalInteger(obj, "reasoningTokens", what);
             if (reasoningTokens !== undefined) event.reasoningTokens = reasoningTokens;
+            const stopString = optionalString(obj, "stopString", what);
+            if (stopString !== undefined) event.stopString = stopString;
             return event;
         }
         default: return {kind, id, t: expectNumber(obj, "t", what)};

@@ -19,7 +19,9 @@ export type GenerationParams = {
     logprobs?: number | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
-    ignoreEos?: boolean | undefined
+    ignoreEos?: boolean | undefined,
+    /** `maxTokens` is an upper bound, lowered to what the context leaves after the prompt (as llama.cpp's server treats it). */
+    clampToContext?: boolean | undefined
 };
 
 /**
@@ -42,7 +44,7 @@ export function generationInput(
         ...input,
         client,
         maxTokens: params.maxTokens ?? defaultMaxTokens(info),
-        ...(params.maxTokens === undefined ? {clampMaxTokens: true} : {}),
+        ...(params.maxTokens === undefined || params.clampToContext === true ? {clampMaxTokens: true} : {}),
         ...(params.temperature !== undefined ? {temperature: params.temperature} : {}),
         ...(params.topP !== undefined ? {topP: params.topP} : {}),
         ...(params.topK !== undefined ? {topK: params.topK} : {}),

@@ -4,8 +4,8 @@ import {errorMessage} from "../../../common/errorMessage.js";
 import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engineOptions.js";
 import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
-    parseEngineToHost, parseHostToEngine, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
-    type RequestEvent, type StepStats
+    parseEngineToHost, parseHostToEngine, type ChatMessage, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
+    type HostToEngine, type RequestEvent, type StepStats, type ToolDefinition
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
@@ -60,7 +60,7 @@ export class EngineClient {
     private readonly observers = new Set<EngineObserver>();
     private readonly handles = new Map<string, RequestHandle>();
     private readonly outputs = new OutputProcessor({
-        onQueued: (id) => this.handles.get(id)?.markQueued(),
+        onQueued: (id, promptTokens) => this.handles.get(id)?.markQueued(promptTokens),
         onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
         onFinished: (id, result) => {
             this.handles.get(id)?.complete(result);
@@ -205,13 +205,22 @@ export class EngineClient {
 
     /** How many tokens the model's own tokenizer makes of `text` (no special tokens added). */
     async countTokens(text: string): Promise<number> {
+        return await this.count((seq) => ({type: "countTokens", seq, text}));
+    }
+
+    /** How many tokens the prompt of a chat request with these messages (and tools) has, rendered as the engine renders it. */
+    async countPromptTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
+        return await this.count((seq) => ({type: "countPromptTokens", seq, messages, ...tools !== undefined ? {tools} : {}}));
+    }
+
+    private async count(message: (seq: number) => HostToEngine): Promise<number> {
         const transport = this.transport;
         if (transport === undefined || this.currentState !== "ready")
             throw new Error("no model is running");
         const seq = this.countSeq++;
         return await new Promise<number>((resolve, reject) => {
             this.pendingCounts.set(seq, {resolve, reject});
-            transport.send({type: "countTokens", seq, text});
+            transport.send(message(seq));
         });
     }
 

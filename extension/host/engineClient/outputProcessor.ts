@@ -10,7 +10,7 @@ export type TextChunk = {text: string, reasoning?: string, tokens: number, deliv
 
 export type OutputProcessorHooks = {
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
-    onQueued?: (id: string) => void,
+    onQueued?: (id: string, promptTokens: number) => void,
     /** A request's new text (called for every tokens event, in order). */
     onChunk?: (id: string, chunk: TextChunk) => void,
     /** A request ended; called once per request, after its last chunk. */
@@ -79,7 +79,7 @@ export class OutputProcessor {
                     tokens: hostEvent.times.length, deliveredAt: receivedAt,
                     ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {})});
             else if (hostEvent.kind === "queued")
-                this.hooks.onQueued?.(event.id);
+                this.hooks.onQueued?.(event.id, state.lifecycle.promptTokens);
             else if (hostEvent.kind === "finished")
                 this.end(state);
         }

@@ -16,6 +16,7 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     private waiter: (() => void) | undefined;
     private ended = false;
     private readonly chunkListeners: Array<(chunk: TextChunk) => void> = [];
+    private queuedPromptTokens: number | undefined;
 
     constructor(readonly id: string, private readonly cancelRequest: (id: string) => void) {
         this.done = new Promise((resolve) => {
@@ -35,8 +36,14 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
         this.chunkListeners.push(listener);
     }
 
+    /** The prompt's tokens, once the engine has queued the request (a streamed answer may report them before its first token). */
+    get promptTokens(): number | undefined {
+        return this.queuedPromptTokens;
+    }
+
     /** Called by EngineClient when the engine queued the request. */
-    markQueued(): void {
+    markQueued(promptTokens: number): void {
+        this.queuedPromptTokens = promptTokens;
         this.resolveQueued(true);
     }
 

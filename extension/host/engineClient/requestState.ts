@@ -23,7 +23,9 @@ export type RequestResult = RequestLifecycle & {
     /** The tool calls the engine parsed out of the output (not part of `text`), when the request offered tools. */
     toolCalls?: GeneratedToolCall[],
     /** The model's reasoning, apart from `text`, and how many of the generated tokens it took (a request whose reasoning was separated). */
-    reasoning?: {text: string, tokens: number}
+    reasoning?: {text: string, tokens: number},
+    /** The request's stop string that ended it, when one did. */
+    stopString?: string
 };
 
 export type FinishInput = {
@@ -56,6 +58,7 @@ export class RequestState {
     private logprobs: TokenLogprob[] | undefined;
     private toolCalls: GeneratedToolCall[] | undefined;
     private reasoningTokens: number | undefined;
+    private stopString: string | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
         this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
@@ -101,6 +104,7 @@ export class RequestState {
             case "finished":
                 this.toolCalls = event.toolCalls;
                 this.reasoningTokens = event.reasoningTokens;
+                this.stopString = event.stopString;
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
                     generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
                     ...(event.errorCode !== undefined ? {errorCode: event.errorCode} : {})}, iteration);
@@ -147,7 +151,8 @@ export class RequestState {
             text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
             ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
             ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
-            ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {})};
+            ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {}),
+            ...(this.stopString !== undefined ? {stopString: this.stopString} : {})};
     }
 
     private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {
