@@ -250,3 +250,58 @@ describe("OpenAI-compatible endpoint: odd Responses API bodies", () => {
         assert.equal(after.usage?.output_tokens, 2);
     });
 });
+
+/** A message of Anthropic's Messages API, mostly well-formed (text, tool use and results, thinking), sometimes not. */
+function oddAnthropicMessage(next: () => number): unknown {
+    const messages = [
+        {role: "user", content: "Weather?"},
+        {role: "user", content: [{type: "text", text: "Hi"}, {type: "text", text: " there"}]},
+        {role: "assistant", content: [{type: "thinking", thinking: "Hm.", signature: ""}, {type: "text", text: "Sure."}]},
+        {role: "assistant", content: [{type: "tool_use", id: "toolu_1", name: "get_weather", input: {a: 1}}]},
+        {role: "user", content: [{type: "tool_result", tool_use_id: "toolu_1", content: "21 C"}]},
+        {role: "user", content: [{type: "tool_result", tool_use_id: "toolu_9", content: [{type: "text", text: "x"}], is_error: true}]},
+        {role: "assistant", content: [{type: "redacted_thinking", data: "abc"}, {type: "text", text: "ok"}]}
+    ];
+    const refused = [{role: "user", content: [{type: "image", source: {type: "url", url: "http://x/y.png"}}]}, {role: "system", content: "no"}];
+    const draw = next();
+    return draw < 0.9 ? messages[Math.floor(next() * messages.length)] : draw < 0.95 ? refused[Math.floor(next() * refused.length)] : oddValue(next, 2);
+}
+
+describe("Anthropic Messages API: odd bodies", () => {
+    const api = apiForSuite(async () => ({mode: "inProcess" as const, contextSize: 4096,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: demoChatTemplates.chatmlTools})}));
+    const fields = ["system", "temperature", "top_p", "top_k", "tool_choice", "thinking", "stop_sequences", "metadata", "output_config", "stream",
+        "model", "max_tokens", "seed", "cache_control"];
+
+    test("200 or a 4xx in Anthropic's error shape for 150 seeded random bodies; a streamed 200 ends with message_stop", async () => {
+        const next = random(20261209);
+        const statuses = new Map<number, number>();
+        const base = api.openai.baseURL.replace(/\/v1$/, "");
+        for (let i = 0; i < 150; i++) {
+            const body: Record<string, unknown> = {model: "local", max_tokens: 1 + Math.floor(next() * 20),
+                messages: Array.from({length: 1 + Math.floor(next() * 3)}, () => oddAnthropicMessage(next))};
+            if (next() < 0.4)
+                body[fields[Math.floor(next() * fields.length)]!] = oddValue(next);
+            if (next() < 0.4) body.tools = [{name: "get_weather", input_schema: {type: "object", properties: {a: {type: "integer"}}}},
+                ...next() < 0.3 ? [{type: "web_search_20250305", name: "web_search"}] : []];
+            if (next() < 0.2) body.tool_choice = next() < 0.5 ? {type: "any"} : {type: "tool", name: "get_weather"};
+            if (next() < 0.3) body.stream = true;
+            const path = next() < 0.1 ? "/v1/messages/count_tokens" : "/v1/messages";
+            const response = await fetch(`${base}${path}`, {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200) {
+                const error = JSON.parse(text) as {type: string, error: {type: string, message: unknown}};
+                assert.equal(error.type, "error", text);
+                assert.equal(typeof error.error.message, "string", text);
+            } else if (path.endsWith("count_tokens"))
+                assert.ok((JSON.parse(text) as {input_tokens: number}).input_tokens > 0, text);
+            else if (body.stream === true)
+                assert.match(text, /event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/, `${JSON.stringify(body)}: ${text.slice(-300)}`);
+            else
+                assert.match((JSON.parse(text) as {stop_reason: string}).stop_reason, /^(end_turn|max_tokens|tool_use|stop_sequence)$/, text);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+    });
+});

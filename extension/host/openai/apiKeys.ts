@@ -28,9 +28,12 @@ export class ApiKeyCheck {
         return this.digests.length > 0;
     }
 
-    /** The matching key (its name may be undefined), or undefined when the header carries no accepted key. */
-    check(authorization: string | undefined): {name: string | undefined} | undefined {
-        const presented = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "")?.[1];
+    /**
+     * The matching key (its name may be undefined), or undefined when the request carries no accepted key: as
+     * `Authorization: Bearer KEY`, or (Anthropic's clients) `x-api-key: KEY`.
+     */
+    check(authorization: string | undefined, xApiKey?: string): {name: string | undefined} | undefined {
+        const presented = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "")?.[1] ?? (xApiKey?.trim() || undefined);
         const candidate = digest(presented ?? "");
         let found: {name: string | undefined} | undefined;
         for (const key of this.digests)

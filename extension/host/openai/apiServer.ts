@@ -8,6 +8,8 @@
  *   POST /v1/chat/completions  chat (JSON or SSE stream)
  *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
  *   POST /v1/responses         OpenAI's Responses API (stateless: the whole conversation as `input`)
+ *   POST /v1/messages          Anthropic's Messages API (Claude Code; errors in Anthropic's shape, `x-api-key` accepted)
+ *   POST /v1/messages/count_tokens  the prompt tokens of such a request
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
  *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given (with its access token: `dashboardUrl`)
@@ -32,6 +34,9 @@ import {ApiKeyCheck, type ApiKey} from "./apiKeys.js";
 import {clientLabel} from "./clientLabel.js";
 import {serveChatCompletion, serveCompletion} from "./generationRoute.js";
 import {serveResponse} from "./responsesRoute.js";
+import {serveMessages} from "../anthropic/messagesRoute.js";
+import {parseMessagesRequest, type MessagesRequest} from "../../../protocol/anthropicMessages.js";
+import {anthropicErrorType, type AnthropicErrorBody} from "../../../protocol/anthropicMessageObjects.js";
 import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 
 /** The default port: clear of Ollama (11434), llama.cpp (8080), LM Studio (1234) and vLLM (8000). */
@@ -214,7 +219,7 @@ export class ApiServer {
     private async api(pathname: string, method: string, request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
         let keyName: string | undefined;
         if (this.keys.required) {
-            const key = this.keys.check(request.headers.authorization);
+            const key = this.keys.check(request.headers.authorization, firstHeader(request.headers["x-api-key"]));
             if (key === undefined)
                 return this.reject(response, new ApiRequestError("invalid or missing API key (send Authorization: Bearer KEY)", null, 401,
                     "authentication_error", "invalid_api_key"), "missing or wrong API key");
@@ -237,7 +242,7 @@ export class ApiServer {
             sendJson(response, 200, modelObject(info));
             return;
         }
-        if (pathname !== "/v1/chat/completions" && pathname !== "/v1/completions" && pathname !== "/v1/responses")
+        if (!generationPaths.has(pathname))
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
@@ -256,6 +261,10 @@ export class ApiServer {
             await serveChatCompletion(parseChatCompletionRequest(body), context);
         else if (pathname === "/v1/responses")
             await serveResponse(parseResponsesRequest(body), context);
+        else if (pathname === "/v1/messages")
+            await serveMessages(parseMessagesRequest(body), context);
+        else if (pathname === "/v1/messages/count_tokens")
+            await countMessageTokens(parseMessagesRequest(body, true), client, response);
         else
             await serveCompletion(parseCompletionRequest(body), context);
     }
@@ -305,8 +314,26 @@ function sendJson(response: http.ServerResponse, status: number, body: unknown, 
     response.end(text);
 }
 
+/** The routes that send requests to the engine (or count their prompts). */
+const generationPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
+
+/** An error in OpenAI's shape, or Anthropic's for its Messages API's routes (what its clients parse). */
 function sendError(response: http.ServerResponse, error: ApiRequestError): void {
-    sendJson(response, error.status, apiErrorBody(error), error.code === "queue_full" ? {"Retry-After": "1"} : {});
+    const anthropic = new URL(response.req.url ?? "/", "http://localhost").pathname.startsWith("/v1/messages");
+    const body: AnthropicErrorBody | ReturnType<typeof apiErrorBody> = anthropic
+        ? {type: "error", error: {type: anthropicErrorType(error.status), message: error.message}} : apiErrorBody(error);
+    sendJson(response, error.status, body, error.code === "queue_full" ? {"Retry-After": "1"} : {});
+}
+
+/** Anthropic's `count_tokens`: the prompt the same request would be served with, rendered by the engine. */
+async function countMessageTokens({messages, tools}: MessagesRequest, client: EngineClient, response: http.ServerResponse): Promise<void> {
+    let count: number;
+    try {
+        count = await client.countPromptTokens(messages, tools);
+    } catch (error) {
+        throw new ApiRequestError(`could not render the prompt: ${errorMessage(error)}`, null, 400);
+    }
+    sendJson(response, 200, {input_tokens: count});
 }
 
 /**
