@@ -4,7 +4,7 @@ import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, typ
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import {
     maxTopLogprobs, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine, type RequestErrorCode,
-    type RequestEvent, type StepStats, type TokenLogprob, type ChatMessage, type ToolDefinition
+    type RequestEvent, type StepStats, type TokenLogprob
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {
@@ -175,7 +175,7 @@ export class Engine {
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "countTokens": this.countTokens(message.seq, message.text); break;
-            case "countPromptTokens": this.countPromptTokens(message.seq, message.messages, message.tools); break;
+            case "countPromptTokens": this.countPromptTokens(message); break;
             case "shutdown": void this.dispose(); break;
         }
     }
@@ -190,10 +190,11 @@ export class Engine {
     }
 
     /** The prompt a chat request with these messages and tools would evaluate, as `generate` renders it, counted. */
-    private countPromptTokens(seq: number, messages: ChatMessage[], tools: ToolDefinition[] | undefined): void {
+    private countPromptTokens({seq, messages, tools, continueFinalMessage}: Extract<HostToEngine, {type: "countPromptTokens"}>): void {
         try {
             const opens = reasoningSyntaxFor(this.loaded.model)?.opensOnAnswerStart === true;
-            const prompt = renderPrompt(this.loaded.model, {messages, ...tools !== undefined ? {tools} : {}}, opens ? "open" : undefined);
+            const prompt = renderPrompt(this.loaded.model, {messages, ...tools !== undefined ? {tools} : {},
+                ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}, opens ? "open" : undefined);
             this.sink({type: "tokenCount", seq, count: prompt.length});
         } catch (error) {
             this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
@@ -312,10 +313,12 @@ export class Engine {
             active.answerStart = "closed";
             return;
         }
-        if (syntax.opensOnAnswerStart)
+        // Continuing an assistant's message: its answer is under way, not a new reasoning.
+        const continues = request.continueFinalMessage === true && request.messages?.at(-1)?.role === "assistant";
+        if (syntax.opensOnAnswerStart && !continues)
             active.answerStart = "open";
         if (request.separateReasoning !== false)
-            active.reasoning = new ReasoningSplitter(syntax, syntax.opensOnAnswerStart);
+            active.reasoning = new ReasoningSplitter(syntax, syntax.opensOnAnswerStart && !continues);
     }
 
     /**

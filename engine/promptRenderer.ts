@@ -10,8 +10,10 @@ export function hasChatTemplate(model: LlamaModel): boolean {
     return typeof tokenizerMetadata?.chat_template === "string";
 }
 
-function plainChatText(messages: ChatMessage[]): string {
-    return messages.map((message) => `${message.role}: ${message.content}`).join("\n") + "\nassistant:";
+/** `continueFinal`: the last (assistant) message stays open, its answer continues it. */
+function plainChatText(messages: ChatMessage[], continueFinal: boolean): string {
+    const lines = messages.map((message) => `${message.role}: ${message.content}`).join("\n");
+    return continueFinal ? lines : `${lines}\nassistant:`;
 }
 
 /** The tools a request offers the model: none under the plain fallback (no template to render them). */
@@ -31,16 +33,18 @@ export class PromptInputError extends Error {
  * Offered tools are rendered as the template renders them (or, when it has no place for them, as
  * node-llama-cpp documents functions in the system prompt).
  */
-export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools">,
+export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools" | "continueFinalMessage">,
                              answerStart?: AnswerStart): Token[] {
     if (request.prompt !== undefined && request.suffix !== undefined)
         return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)
         return model.tokenize(request.prompt, false);
     const messages = request.messages ?? [];
+    // Continuing the final assistant message: it stays open (node-llama-cpp renders a history's last model response so).
+    const continues = request.continueFinalMessage === true && messages.at(-1)?.role === "assistant";
     if (!hasChatTemplate(model))
-        return model.tokenize(plainChatText(messages), false);
-    return renderWithChatWrapper(model, messages, offeredTools(model, request), answerStart);
+        return model.tokenize(plainChatText(messages, continues), false);
+    return renderWithChatWrapper(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
 }
 
 /**
@@ -126,7 +130,7 @@ export function reasoningSyntaxFor(model: LlamaModel): ReasoningSyntax | undefin
 type ChatFunctions = Parameters<ChatWrapper["generateContextState"]>[0]["availableFunctions"];
 
 function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined,
-                               answerStart: AnswerStart | undefined): Token[] {
+                               answerStart: AnswerStart | undefined, continueFinal: boolean): Token[] {
     const wrapper = chatWrapperFor(model);
     let chatHistory;
     try {
@@ -134,7 +138,8 @@ function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools
     } catch (error) {
         throw error instanceof ChatHistoryError ? new PromptInputError(error.message) : error;
     }
-    chatHistory.push({type: "model", response: []});
+    if (!continueFinal)
+        chatHistory.push({type: "model", response: []});
     const availableFunctions = tools === undefined ? undefined
         : Object.fromEntries(tools.map((tool) => [tool.name, {
             ...tool.description !== undefined ? {description: tool.description} : {},

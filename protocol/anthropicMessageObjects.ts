@@ -1,7 +1,9 @@
 /**
  * What `POST /v1/messages` answers with (Anthropic's Messages API): the message and its content blocks, the
- * server-sent events of a streamed answer, and Anthropic's error shape. One declaration for the server and its tests.
+ * server-sent events of a streamed answer, and Anthropic's error shape. One declaration for the server and its tests;
+ * and for a client reading any server's Anthropic traffic (the monitoring proxy), what an event or an answer carries.
  */
+import {isObject} from "./validation.js";
 
 export type TextBlock = {type: "text", text: string};
 /** A reasoning model's reasoning. Anthropic signs its own; a local model's carry an empty signature. */
@@ -47,4 +49,62 @@ export function anthropicErrorType(status: number): string {
         case 503: return "overloaded_error";
         default: return "api_error";
     }
+}
+
+/**
+ * What one event of a streamed Anthropic answer, or a whole answer, tells a client reading any server's traffic (the
+ * monitoring proxy): the generated text in it (text, thinking, a tool call's input — all output), and what it says
+ * of the request's end; undefined when `value` is neither. Counts are absent where the event does not give them
+ * (`message_start` gives the input tokens, `message_delta` the output tokens).
+ */
+export type AnthropicTraffic = {text: string, finishReason?: string, promptTokens?: number, completionTokens?: number, error?: string};
+
+export function anthropicTraffic(value: unknown): AnthropicTraffic | undefined {
+    if (!isObject(value) || typeof value.type !== "string")
+        return undefined;
+    switch (value.type) {
+        case "message_start":
+            return isObject(value.message) ? {text: "", ...usageCounts(value.message.usage)} : {text: ""};
+        case "content_block_start": case "content_block_stop": case "message_stop": case "ping":
+            return {text: ""};
+        case "content_block_delta": {
+            const delta = isObject(value.delta) ? value.delta : {};
+            const text = delta.text ?? delta.thinking ?? delta.partial_json;
+            return {text: typeof text === "string" ? text : ""};
+        }
+        case "message_delta": {
+            const reason = isObject(value.delta) ? value.delta.stop_reason : undefined;
+            return {text: "", ...usageCounts(value.usage), ...typeof reason === "string" ? {finishReason: finishReasonOf(reason)} : {}};
+        }
+        case "error":
+            return {text: "", error: isObject(value.error) && typeof value.error.message === "string" ? value.error.message : "error"};
+        case "message": {
+            const blocks = Array.isArray(value.content) ? value.content : [];
+            const text = blocks.map((block) => !isObject(block) ? "" : typeof block.text === "string" ? block.text
+                : typeof block.thinking === "string" ? block.thinking : block.type === "tool_use" ? JSON.stringify(block.input) : "").join("");
+            return {text, ...usageCounts(value.usage), ...typeof value.stop_reason === "string" ? {finishReason: finishReasonOf(value.stop_reason)} : {}};
+        }
+        default:
+            return undefined;
+    }
+}
+
+/** Anthropic's stop reasons in the chat API's terms. */
+function finishReasonOf(stopReason: string): string {
+    return stopReason === "max_tokens" ? "length" : stopReason === "tool_use" ? "tool_calls" : "stop";
+}
+
+/** Input tokens count the cached ones apart (Anthropic's usage); the prompt is all of them. */
+function usageCounts(usage: unknown): Pick<AnthropicTraffic, "promptTokens" | "completionTokens"> {
+    if (!isObject(usage))
+        return {};
+    const counts: Pick<AnthropicTraffic, "promptTokens" | "completionTokens"> = {};
+    if (typeof usage.input_tokens === "number") {
+        const cached = [usage.cache_read_input_tokens, usage.cache_creation_input_tokens].reduce<number>((sum, value) =>
+            sum + (typeof value === "number" ? value : 0), 0);
+        counts.promptTokens = usage.input_tokens + cached;
+    }
+    if (typeof usage.output_tokens === "number" && usage.output_tokens > 0)
+        counts.completionTokens = usage.output_tokens;
+    return counts;
 }

@@ -1,8 +1,9 @@
 /**
  * Anthropic's Messages API (`POST /v1/messages`, what Claude Code and the Anthropic SDKs send; llama.cpp's server and
- * Ollama serve it too), read into the engine request's terms: `system` (a string or text blocks), `messages` whose
- * content is a string or blocks — text, an assistant's `tool_use` and `thinking`, a user's `tool_result` — custom
- * `tools` (`input_schema`) with `tool_choice` (auto / any / tool / none, `disable_parallel_tool_use`), `max_tokens`
+ * Ollama serve it too), read into the engine request's terms: `system` (a string or text blocks), `messages` (user,
+ * assistant, and system ones among them, as Claude Code sends) whose content is a string or blocks — text, an
+ * assistant's `tool_use` and `thinking`, a user's `tool_result`; a final assistant message is a prefill the answer
+ * continues — custom `tools` (`input_schema`) with `tool_choice` (auto / any / tool / none, `disable_parallel_tool_use`), `max_tokens`
  * (required, as Anthropic's), `stop_sequences`, `stream`, `thinking` (`{"type": "disabled"}` answers without
  * reasoning), `output_config.format` (JSON fitting a schema); the sampling fields Anthropic's API had (`temperature`,
  * `top_p`, `top_k`); the OpenAI endpoint's `seed` and `logit_bias` as extensions. Images and documents are refused, naming where; so are
@@ -17,7 +18,7 @@ import {parseLogitBias} from "./openaiSampling.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineFields = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "seed" | "logitBias" | "responseFormat" | "allowReasoning" | "tools" |
-    "toolChoice" | "parallelToolCalls">;
+    "toolChoice" | "parallelToolCalls" | "continueFinalMessage">;
 
 export type MessagesRequest = EngineFields & {
     messages: ChatMessage[],
@@ -65,8 +66,13 @@ function addMessage(out: ChatMessage[], value: unknown, index: number): void {
     if (!isObject(value))
         fail(param, "expected an object");
     const role = value.role;
+    if (role === "system") {
+        // Claude Code puts system messages among the others, as the Messages API now allows.
+        out.push({role: "system", content: textOf(value.content, `${param}.content`)});
+        return;
+    }
     if (role !== "user" && role !== "assistant")
-        fail(`${param}.role`, "expected user or assistant");
+        fail(`${param}.role`, "expected user, assistant or system");
     const blocks: unknown[] = typeof value.content === "string" ? [{type: "text", text: value.content}]
         : Array.isArray(value.content) ? value.content : fail(`${param}.content`, "expected a string or an array of content blocks");
     let text = "";
@@ -207,6 +213,9 @@ export function parseMessagesRequest(value: unknown, countOnly = false): Message
     const responseFormat = parseOutputFormat(body.output_config);
     const request: MessagesRequest = {messages, maxTokens, stop: parseStopSequences(body.stop_sequences),
         stream: optionalBooleanField(body, "stream") ?? false, model: body.model};
+    // A final assistant message is a prefill: the answer continues it.
+    if (messages.at(-1)?.role === "assistant")
+        request.continueFinalMessage = true;
     if (tools !== undefined && tools.length > 0 && choice !== "none") {
         request.tools = tools;
         if (choice !== undefined) request.toolChoice = choice;

@@ -47,6 +47,11 @@ export type GenerateRequest = {
     prompt?: string,
     /** Chat messages, rendered with the model's chat template. */
     messages?: ChatMessage[],
+    /**
+     * With `messages` ending in an assistant message: the answer continues that message (Anthropic's prefill, vLLM's
+     * `continue_final_message`) instead of starting a new turn. Default false.
+     */
+    continueFinalMessage?: boolean,
     /** Number of tokens to generate at most (> 0). */
     maxTokens: number,
     /**
@@ -157,7 +162,7 @@ export type HostToEngine =
     /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
     | {type: "countTokens", seq: number, text: string}
     /** The tokens of the prompt a chat request with these messages (and tools) would evaluate; answered with `tokenCount`. */
-    | {type: "countPromptTokens", seq: number, messages: ChatMessage[], tools?: ToolDefinition[]}
+    | {type: "countPromptTokens", seq: number, messages: ChatMessage[], tools?: ToolDefinition[], continueFinalMessage?: boolean}
     | {type: "shutdown"};
 
 /**
@@ -378,6 +383,8 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (obj.toolChoice !== undefined) request.toolChoice = parseToolChoice(obj.toolChoice);
     const parallelToolCalls = optionalBoolean(obj, "parallelToolCalls", what);
     if (parallelToolCalls !== undefined) request.parallelToolCalls = parallelToolCalls;
+    const continueFinalMessage = optionalBoolean(obj, "continueFinalMessage", what);
+    if (continueFinalMessage !== undefined) request.continueFinalMessage = continueFinalMessage;
     const separateReasoning = optionalBoolean(obj, "separateReasoning", what);
     if (separateReasoning !== undefined) request.separateReasoning = separateReasoning;
     const allowReasoning = optionalBoolean(obj, "allowReasoning", what);
@@ -426,6 +433,8 @@ export function parseHostToEngine(value: unknown): HostToEngine {
                 messages: expectArray(obj, "messages", "countPromptTokens", 10_000).map(parseChatMessage)};
             if (obj.tools !== undefined)
                 message.tools = expectArray(obj, "tools", "countPromptTokens", maxTools).map(parseToolDefinition);
+            const continueFinalMessage = optionalBoolean(obj, "continueFinalMessage", "countPromptTokens");
+            if (continueFinalMessage !== undefined) message.continueFinalMessage = continueFinalMessage;
             return message;
         }
         case "shutdown": return {type: "shutdown"};

@@ -37,7 +37,10 @@ export type SamplingParams = EngineSampling & {
     model?: string
 };
 
-export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {messages: ChatMessage[]};
+/** `continueFinalMessage`: vLLM's `continue_final_message`, the answer continues the final assistant message. */
+export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {
+    messages: ChatMessage[], continueFinalMessage?: boolean
+};
 export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
 
 /** OpenAI's `usage.prompt_tokens_details`: `cached_tokens` = prompt tokens served from the prefix cache (vLLM's `num_cached_tokens`). */
@@ -206,6 +209,11 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
         fail("ignore_eos", "cannot be used with a tool_choice that demands a call (the call ends the answer)");
     if (request.toolChoice !== undefined && request.responseFormat !== undefined)
         fail("response_format", "cannot be used with a tool_choice that demands a call");
+    if (optionalBooleanField(body, "continue_final_message") === true) {
+        if (request.messages.at(-1)?.role !== "assistant")
+            fail("continue_final_message", "the last message must be the assistant's message to continue");
+        request.continueFinalMessage = true;
+    }
     return request;
 }
 

@@ -105,6 +105,23 @@ describe("Anthropic Messages API: text", () => {
             whole.usage.input_tokens + (whole.usage.cache_read_input_tokens ?? 0));
     });
 
+    test("a final assistant message is a prefill the answer continues (vLLM's continue_final_message on the chat endpoint)", async () => {
+        const anthropic = anthropicFor(api.openai);
+        const conversation = [{role: "user" as const, content: "Tell me a story"}, {role: "assistant" as const, content: "Once upon a time, there"}];
+        const prefilled = await create(anthropic, {model: "local", max_tokens: 8, ...greedy, messages: conversation});
+        const continued = await api.openai.chat.completions.create({model: "m", max_tokens: 8, ...greedy, messages: conversation,
+            ...{continue_final_message: true}});
+        const newTurn = await api.openai.chat.completions.create({model: "m", max_tokens: 8, ...greedy, messages: conversation});
+        const inputOf = (message: Anthropic.Message): number => message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0);
+        assert.equal(inputOf(prefilled), continued.usage?.prompt_tokens);
+        assert.equal((prefilled.content[0] as Anthropic.TextBlock).text, continued.choices[0]!.message.content);
+        // Without it the template's turn separator comes first.
+        assert.ok(newTurn.usage!.prompt_tokens > continued.usage!.prompt_tokens, JSON.stringify([newTurn.usage, continued.usage]));
+        assert.equal((await anthropic.messages.countTokens({model: "local", messages: conversation})).input_tokens, inputOf(prefilled));
+        await assert.rejects(api.openai.chat.completions.create({model: "m", max_tokens: 2, messages: [conversation[0]!], ...{continue_final_message: true}}),
+            (error: unknown) => error instanceof OpenAI.APIError && error.status === 400 && error.param === "continue_final_message");
+    });
+
     test("stop_sequences: the answer ends before the one it met, stop_reason stop_sequence names it", async () => {
         const anthropic = anthropicFor(api.openai);
         const body = {model: "local", max_tokens: 24, ...greedy, messages: [{role: "user" as const, content: "Say something"}]};

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type {AddressInfo, Socket} from "node:net";
 import {after, before, describe, test} from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import {MonitoringProxy} from "../../extension/host/proxy/monitoringProxy.js";
@@ -104,6 +105,23 @@ describe("monitoring proxy in front of `inference-monitor serve`", () => {
         assert.ok(first!.metrics.ttftS! > 0 && first!.metrics.ttftS! < first!.metrics.e2eS!, JSON.stringify(first!.metrics));
         assert.ok(deltas > 1 && manager.windowValues("itl").length > 0);
         assert.equal(second!.generatedTokens, 7);
+    });
+
+    test("Anthropic Messages traffic is measured too: the server's usage, TTFT from the first delta", async () => {
+        const anthropic = new Anthropic({baseURL: proxy.url.replace(/\/$/, ""), apiKey: "none", maxRetries: 0});
+        const before = manager.counters();
+        const streamed = await anthropic.messages.stream({model: "m", max_tokens: 20, messages: [{role: "user", content: "Tell me a story"}]})
+            .finalMessage();
+        const whole = await anthropic.messages.create({model: "m", max_tokens: 7, system: "Be brief.", messages: [{role: "user", content: "Hi"}]});
+        const after = manager.counters();
+        const inputOf = (message: Anthropic.Message): number => message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0);
+        assert.equal(after.requests.arrived - before.requests.arrived, 2);
+        assert.equal(after.requests.byReason.length - before.requests.byReason.length, 2, "both cut by max_tokens");
+        assert.equal(after.generationTokens - before.generationTokens, 27);
+        assert.equal(after.promptTokens - before.promptTokens, inputOf(streamed) + inputOf(whole));
+        const [first] = manager.snapshot().requests.slice(-2);
+        assert.ok(first!.metrics.ttftS! > 0 && first!.metrics.ttftS! < first!.metrics.e2eS!, JSON.stringify(first!.metrics));
+        assert.equal(first!.client, "anthropic-js");
     });
 
     test("SSE passes event for event; non-streamed answers and other paths pass too", async () => {

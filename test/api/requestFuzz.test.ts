@@ -262,7 +262,7 @@ function oddAnthropicMessage(next: () => number): unknown {
         {role: "user", content: [{type: "tool_result", tool_use_id: "toolu_9", content: [{type: "text", text: "x"}], is_error: true}]},
         {role: "assistant", content: [{type: "redacted_thinking", data: "abc"}, {type: "text", text: "ok"}]}
     ];
-    const refused = [{role: "user", content: [{type: "image", source: {type: "url", url: "http://x/y.png"}}]}, {role: "system", content: "no"}];
+    const refused = [{role: "user", content: [{type: "image", source: {type: "url", url: "http://x/y.png"}}]}, {role: "tool", content: "no"}];
     const draw = next();
     return draw < 0.9 ? messages[Math.floor(next() * messages.length)] : draw < 0.95 ? refused[Math.floor(next() * refused.length)] : oddValue(next, 2);
 }

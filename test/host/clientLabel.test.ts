@@ -7,6 +7,10 @@ test("client labels from User-Agent, X-Title and API key names", () => {
     assert.equal(clientLabel({userAgent: "OpenAI/JS 6.30.1"}), "openai-js");
     assert.equal(clientLabel({userAgent: "OpenAI/Python 1.51.0"}), "openai-python");
     assert.equal(clientLabel({userAgent: "curl/8.5.0"}), "curl");
+    // As Claude Code 2.1.197, Codex CLI 0.171.0 and the Anthropic SDK send them (captured).
+    assert.equal(clientLabel({userAgent: "claude-cli/2.1.197 (external, sdk-cli)"}), "Claude Code");
+    assert.equal(clientLabel({userAgent: "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)"}), "Codex");
+    assert.equal(clientLabel({userAgent: "Anthropic/JS 1.17.0"}), "anthropic-js");
     assert.equal(clientLabel({userAgent: "python-requests/2.32.3"}), "python-requests");
     assert.equal(clientLabel({userAgent: "Mozilla/5.0 (X11; Linux x86_64)"}), "browser");
     assert.equal(clientLabel({userAgent: "MyTool/0.3 (+https://example.com)"}), "MyTool");

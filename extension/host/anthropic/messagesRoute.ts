@@ -20,9 +20,10 @@ const fields: RefusalFields = {responseFormat: "output_config.format", maxTokens
 const blockId = (prefix: string): string => `${prefix}_${randomBytes(12).toString("hex")}`;
 
 export async function serveMessages(body: MessagesRequest, context: GenerationContext): Promise<void> {
-    const {messages, tools, toolChoice, parallelToolCalls, allowReasoning} = body;
+    const {messages, tools, toolChoice, parallelToolCalls, allowReasoning, continueFinalMessage} = body;
     const input: GenerationSource = {messages, ...tools !== undefined ? {tools} : {}, ...toolChoice !== undefined ? {toolChoice} : {},
-        ...parallelToolCalls !== undefined ? {parallelToolCalls} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {}};
+        ...parallelToolCalls !== undefined ? {parallelToolCalls} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {},
+        ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}};
     const {temperature, topP, topK, stop, maxTokens, seed, logitBias, responseFormat} = body;
     const params = {maxTokens, clampToContext: true, temperature, topP, topK, stop, seed, logitBias, responseFormat};
     await runEngineRequest(context, input, params, fields, async (handle) => {

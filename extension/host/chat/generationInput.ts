@@ -34,7 +34,7 @@ export function defaultMaxTokens(info: EngineInfo): number {
 
 /** What a request generates from: a prompt (FIM with `suffix`) or messages (with the tools they may call). */
 export type GenerationSource = Pick<GenerateInput, "prompt" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls" |
-    "separateReasoning" | "allowReasoning">;
+    "separateReasoning" | "allowReasoning" | "continueFinalMessage">;
 
 /** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
 export function generationInput(

@@ -209,8 +209,9 @@ export class EngineClient {
     }
 
     /** How many tokens the prompt of a chat request with these messages (and tools) has, rendered as the engine renders it. */
-    async countPromptTokens(messages: ChatMessage[], tools?: ToolDefinition[]): Promise<number> {
-        return await this.count((seq) => ({type: "countPromptTokens", seq, messages, ...tools !== undefined ? {tools} : {}}));
+    async countPromptTokens(messages: ChatMessage[], tools?: ToolDefinition[], continueFinalMessage?: boolean): Promise<number> {
+        return await this.count((seq) => ({type: "countPromptTokens", seq, messages, ...tools !== undefined ? {tools} : {},
+            ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}));
     }
 
     private async count(message: (seq: number) => HostToEngine): Promise<number> {

@@ -326,10 +326,11 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 }
 
 /** Anthropic's `count_tokens`: the prompt the same request would be served with, rendered by the engine. */
-async function countMessageTokens({messages, tools}: MessagesRequest, client: EngineClient, response: http.ServerResponse): Promise<void> {
+async function countMessageTokens({messages, tools, continueFinalMessage}: MessagesRequest, client: EngineClient,
+                                  response: http.ServerResponse): Promise<void> {
     let count: number;
     try {
-        count = await client.countPromptTokens(messages, tools);
+        count = await client.countPromptTokens(messages, tools, continueFinalMessage);
     } catch (error) {
         throw new ApiRequestError(`could not render the prompt: ${errorMessage(error)}`, null, 400);
     }

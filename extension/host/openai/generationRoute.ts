@@ -24,10 +24,11 @@ type Kind = "chat" | "completions";
 
 /** Serves a chat completion request. */
 export async function serveChatCompletion(body: ChatCompletionRequest, context: GenerationContext): Promise<void> {
-    const {tools, toolChoice, parallelToolCalls, separateReasoning, allowReasoning} = body;
+    const {tools, toolChoice, parallelToolCalls, separateReasoning, allowReasoning, continueFinalMessage} = body;
     await serveGeneration("chat", body, {messages: body.messages, ...tools !== undefined ? {tools} : {},
         ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {},
-        ...separateReasoning !== undefined ? {separateReasoning} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {}}, context);
+        ...separateReasoning !== undefined ? {separateReasoning} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {},
+        ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}, context);
 }
 
 /** Serves a (text) completion request; with `suffix`, fill in the middle. */

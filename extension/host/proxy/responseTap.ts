@@ -1,12 +1,13 @@
 /**
  * Reads a generation response as it streams through the proxy, without holding it back: OpenAI's SSE
- * (`data: {chunk}` … `data: [DONE]`), Ollama's NDJSON stream (one object per line, the last `done:
- * true` with its counts), or a whole JSON body. It reports text as it arrives and, at the end, what
+ * (`data: {chunk}` … `data: [DONE]`; the Responses API's and Anthropic's events too), Ollama's NDJSON stream
+ * (one object per line, the last `done: true` with its counts), or a whole JSON body. It reports text as it arrives and, at the end, what
  * the server said about the request: finish reason and token counts.
  */
 import {createParser, type EventSourceMessage} from "eventsource-parser";
 import {parseStreamChunk} from "../../../protocol/openaiApi.js";
 import {responseObjectContent, responsesEventContent} from "../../../protocol/openaiResponseObjects.js";
+import {anthropicTraffic, type AnthropicTraffic} from "../../../protocol/anthropicMessageObjects.js";
 import {isObject} from "../../../protocol/validation.js";
 
 export type TapEnd = {
@@ -70,6 +71,9 @@ class SseTap implements ResponseTap {
         let chunk;
         try {
             const value: unknown = JSON.parse(event.data);
+            const anthropic = anthropicTraffic(value);
+            if (anthropic !== undefined)
+                return this.anthropic(anthropic);
             chunk = responsesEventContent(value) ?? parseStreamChunk(value);
         } catch {
             return; // not ours to judge: the client gets the bytes as they are
@@ -85,6 +89,24 @@ class SseTap implements ResponseTap {
             this.state.completionTokens = chunk.usage.completion_tokens;
         }
     }
+
+    private anthropic(traffic: AnthropicTraffic): void {
+        if (traffic.text !== "")
+            this.onText(traffic.text);
+        applyAnthropic(this.state, traffic);
+    }
+}
+
+/** An Anthropic answer's counts come in two events (input at the start, output at the end): each sets what it gives. */
+function applyAnthropic(state: TapEnd, traffic: AnthropicTraffic): void {
+    if (traffic.error !== undefined)
+        state.error = traffic.error;
+    if (traffic.finishReason !== undefined)
+        state.finishReason = traffic.finishReason;
+    if (traffic.promptTokens !== undefined)
+        state.promptTokens = traffic.promptTokens;
+    if (traffic.completionTokens !== undefined)
+        state.completionTokens = traffic.completionTokens;
 }
 
 /** Ollama's `/api/generate` and `/api/chat` stream: `{"response"|"message": …, "done": false}` lines, then the totals. */
@@ -145,6 +167,13 @@ class JsonTap implements ResponseTap {
         try {
             value = JSON.parse(Buffer.concat(this.chunks).toString("utf8"));
         } catch {
+            return state;
+        }
+        const anthropic = isObject(value) && value.type === "message" ? anthropicTraffic(value) : undefined;
+        if (anthropic !== undefined) {
+            if (anthropic.text !== "")
+                this.onText(anthropic.text);
+            applyAnthropic(state, anthropic);
             return state;
         }
         const response = responseObjectContent(value, true);
