@@ -11,10 +11,9 @@
  * server tools a local server cannot run (web search, web fetch, code execution) are left out, as on /v1/responses.
  */
 import type {ChatMessage, GenerateRequest, ResponseFormat, ToolCall, ToolChoice, ToolDefinition} from "./engineMessages.js";
-import {unsupportedSchemaPart} from "./jsonSchemaSubset.js";
 import {maxStopLength, maxStopStrings, maxTools, toolNamePattern} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
-import {parseLogitBias} from "./openaiSampling.js";
+import {parseLogitBias, schemaFormat} from "./openaiSampling.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineFields = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "seed" | "logitBias" | "responseFormat" | "allowReasoning" | "tools" |
@@ -180,10 +179,7 @@ function parseOutputFormat(config: unknown): ResponseFormat | undefined {
         return undefined;
     if (!isObject(format) || format.type !== "json_schema" || !isObject(format.schema))
         fail("output_config.format", "expected {\"type\": \"json_schema\", \"schema\": {…}}");
-    const unsupported = unsupportedSchemaPart(format.schema);
-    if (unsupported !== undefined)
-        fail("output_config.format.schema", `this schema cannot be enforced ${unsupported}`);
-    return {type: "json_schema", schema: format.schema};
+    return schemaFormat(format.schema, "output_config.format.schema");
 }
 
 /**

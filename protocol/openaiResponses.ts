@@ -13,8 +13,7 @@
  */
 import {type ChatMessage, type GenerateRequest, type ResponseFormat} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
-import {unsupportedSchemaPart} from "./jsonSchemaSubset.js";
-import {parseLogitBias, parsePenalties} from "./openaiSampling.js";
+import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
 import {functionName, parseToolParams, toolCallId, type ToolParams} from "./openaiTools.js";
 import {isObject, type JsonObject} from "./validation.js";
 
@@ -139,10 +138,7 @@ function parseTextFormat(text: unknown): ResponseFormat | undefined {
         fail("text.format.type", "expected text, json_object or json_schema");
     if (!isObject(format.schema))
         fail("text.format.schema", "expected a JSON schema object");
-    const unsupported = unsupportedSchemaPart(format.schema);
-    if (unsupported !== undefined)
-        fail("text.format.schema", `this schema cannot be enforced ${unsupported}`);
-    return {type: "json_schema", schema: format.schema};
+    return schemaFormat(format.schema, "text.format.schema");
 }
 
 function optionalObject(body: JsonObject, key: string): JsonObject | null {

@@ -73,14 +73,22 @@ export function parseResponseFormat(value: unknown): ResponseFormat | undefined 
             const spec = value.json_schema;
             if (!isObject(spec) || !isObject(spec.schema))
                 fail("response_format.json_schema", "expected {\"name\": …, \"schema\": {…}} with the JSON schema in schema");
-            const unsupported = unsupportedSchemaPart(spec.schema);
-            if (unsupported !== undefined)
-                fail("response_format.json_schema.schema", `this schema cannot be enforced ${unsupported}`);
-            return {type: "json_schema", schema: spec.schema};
+            return schemaFormat(spec.schema, "response_format.json_schema.schema");
         }
         default:
             fail("response_format.type", `expected text, json_object or json_schema${typeof value.type === "string" ? `, got ${JSON.stringify(value.type).slice(0, 40)}` : ""}`);
     }
+}
+
+/**
+ * JSON fitting `schema` (given at `param`), checked against what a grammar can enforce: the chat endpoint's
+ * `response_format`, the Responses API's `text.format`, Anthropic's `output_config.format`.
+ */
+export function schemaFormat(schema: JsonObject, param: string): ResponseFormat {
+    const unsupported = unsupportedSchemaPart(schema);
+    if (unsupported !== undefined)
+        fail(param, `this schema cannot be enforced ${unsupported}`);
+    return {type: "json_schema", schema};
 }
 
 /**

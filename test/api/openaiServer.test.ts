@@ -14,6 +14,7 @@ import {ApiServer, ApiServerError, maxRequestBodyBytes} from "../../extension/ho
 import {StatsPipeline} from "../../extension/host/stats/statsPipeline.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import {tinyModelPath} from "../helpers/testModels.js";
+import {until} from "../helpers/until.js";
 
 const contextSize = 1024;
 
@@ -47,15 +48,6 @@ function ledgerEntry(pipeline: StatsPipeline, responseId: string): RequestLifecy
     const entry = pipeline.manager.snapshot().requests.find((request) => request.id.replaceAll("-", "") === key);
     assert.ok(entry !== undefined, `no ledger entry for ${responseId}`);
     return entry;
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!condition()) {
-        if (Date.now() > deadline)
-            throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-    }
 }
 
 /** A usage's token counts without `prompt_tokens_details` (two requests with the same prompt find different amounts cached). */

@@ -13,6 +13,7 @@ import {importNodeLlamaCpp, type Llama, type LlamaModel} from "../../engine/llam
 import {preloadChatWrapper, renderPrompt} from "../../engine/promptRenderer.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
+import {openaiRefusalOf as errorOf} from "../helpers/apiErrors.js";
 
 const template = demoChatTemplates.thinking;
 const closeToken = buildDemoVocabulary(demoAddedTokens(template)).tokens.indexOf("</think>");
@@ -24,17 +25,6 @@ type Body = OpenAI.ChatCompletionCreateParamsNonStreaming & ReasoningFields;
 /** The response's reasoning fields (not in the `openai` client's types). */
 type ReasoningMessage = OpenAI.ChatCompletionMessage & {reasoning_content?: string};
 type ReasoningUsage = OpenAI.CompletionUsage & {completion_tokens_details?: {reasoning_tokens?: number}};
-
-async function errorOf(request: Promise<unknown>): Promise<{status: number, param: string | null | undefined}> {
-    try {
-        await request;
-    } catch (error) {
-        if (error instanceof OpenAI.APIError)
-            return {status: Number(error.status ?? 0), param: error.param as string | null | undefined};
-        throw error;
-    }
-    assert.fail("the request was not refused");
-}
 
 const thinkingModel = (): Promise<string> => ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: template});
 

@@ -12,26 +12,8 @@ import {buildDemoVocabulary, demoAddedTokens, demoChatTemplates, ensureDemoModel
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
-
-async function errorOf(request: Promise<unknown>): Promise<{status: number, param: string | null | undefined}> {
-    try {
-        await request;
-    } catch (error) {
-        if (error instanceof OpenAI.APIError)
-            return {status: Number(error.status ?? 0), param: error.param as string | null | undefined};
-        throw error;
-    }
-    assert.fail("the request was not refused");
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!condition()) {
-        if (Date.now() > deadline)
-            throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-}
+import {openaiRefusalOf as errorOf} from "../helpers/apiErrors.js";
+import {until} from "../helpers/until.js";
 
 const sampling = {temperature: 1, seed: 11} as const;
 

@@ -15,6 +15,7 @@ import type {ChatMessage, ToolDefinition} from "../../protocol/engineMessages.js
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
 import {toolTemplates} from "../helpers/toolTemplates.js";
+import {openaiErrorOf as errorOf} from "../helpers/apiErrors.js";
 
 const weather = {type: "function", function: {name: "get_weather", description: "The weather in a city",
     parameters: {type: "object", properties: {city: {enum: ["Paris", "Rome"]}, days: {type: "integer"}, metric: {type: "boolean"}}}}} as const;
@@ -34,17 +35,6 @@ function assertValidCall(call: OpenAI.ChatCompletionMessageToolCall): void {
     assert.ok(city === "Paris" || city === "Rome", call.function.arguments);
     assert.equal(typeof days, "number", call.function.arguments);
     assert.equal(typeof metric, "boolean", call.function.arguments);
-}
-
-async function errorOf(request: Promise<unknown>): Promise<{status: number, param: string | null | undefined, message: string}> {
-    try {
-        await request;
-    } catch (error) {
-        if (error instanceof OpenAI.APIError)
-            return {status: Number(error.status ?? 0), param: error.param as string | null | undefined, message: error.message};
-        throw error;
-    }
-    assert.fail("the request was not refused");
 }
 
 function templatedModel(template: string): Promise<string> {

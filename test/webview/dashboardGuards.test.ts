@@ -19,20 +19,12 @@ import {chromiumSkipReason, launchChromium} from "./chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "./panelBuild.js";
 import {fakeStats, type FakeStats} from "./statsFixtures.js";
 import {connectRawStream, connectStream} from "./wsClient.js";
+import {until} from "../helpers/until.js";
 
 const ready = encodeMessage(ReadyMessage.create({protocolVersion: 1}));
 const requestSnapshot = JSON.stringify({type: "requestSnapshot", reason: "user"});
 const isType = (type: HostToPanel["type"]) => (message: HostToPanel): boolean => message.type === type;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (!condition()) {
-        if (performance.now() > deadline)
-            throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-        await sleep(5);
-    }
-}
 
 describe("dashboard guards", () => {
     let stats: FakeStats;
