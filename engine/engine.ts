@@ -176,6 +176,8 @@ export class Engine {
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "countTokens": this.countTokens(message.seq, message.text); break;
             case "countPromptTokens": this.countPromptTokens(message); break;
+            case "tokenize": this.tokenize(message); break;
+            case "detokenize": this.detokenize(message.seq, message.tokens); break;
             case "shutdown": void this.dispose(); break;
         }
     }
@@ -198,6 +200,41 @@ export class Engine {
             this.sink({type: "tokenCount", seq, count: prompt.length});
         } catch (error) {
             this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
+        }
+    }
+
+    /** Token ids and each one's text: of `text`, or of the prompt a chat request with `messages` would evaluate. */
+    private tokenize({seq, text, messages, specialTokens}: Extract<HostToEngine, {type: "tokenize"}>): void {
+        const model = this.loaded.model;
+        try {
+            const opens = reasoningSyntaxFor(model)?.opensOnAnswerStart === true;
+            const tokens = messages !== undefined ? renderPrompt(model, {messages}, opens ? "open" : undefined)
+                : model.tokenize(text ?? "", specialTokens);
+            const context = this.pieceContext();
+            this.sink({type: "tokenized", seq, tokens, pieces: tokens.map((token) => model.detokenize([token], true, context))});
+        } catch (error) {
+            this.sink({type: "tokenized", seq, tokens: [], pieces: [], error: errorMessage(error)});
+        }
+    }
+
+    /**
+     * A token to detokenize after, so that text reads as llama.cpp's server gives it (its pieces joined): at the
+     * start of a text a SentencePiece tokenizer drops the first piece's leading space, and node-llama-cpp with it.
+     */
+    private pieceContext(): Token[] {
+        return this.loaded.model.tokenize("a", false).slice(-1);
+    }
+
+    /** Text of token ids; an id outside the vocabulary is refused here (llama.cpp would abort the process on it). */
+    private detokenize(seq: number, tokens: number[]): void {
+        const vocabulary = this.loaded.info.model.vocabularySize;
+        const bad = tokens.find((token) => token < 0 || (vocabulary !== undefined && token >= vocabulary));
+        if (bad !== undefined)
+            return this.sink({type: "detokenized", seq, text: "", error: `token ${bad} is not in the model's vocabulary of ${vocabulary} tokens`});
+        try {
+            this.sink({type: "detokenized", seq, text: this.loaded.model.detokenize(tokens as Token[], true, this.pieceContext())});
+        } catch (error) {
+            this.sink({type: "detokenized", seq, text: "", error: errorMessage(error)});
         }
     }
 

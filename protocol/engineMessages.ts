@@ -163,6 +163,13 @@ export type HostToEngine =
     | {type: "countTokens", seq: number, text: string}
     /** The tokens of the prompt a chat request with these messages (and tools) would evaluate; answered with `tokenCount`. */
     | {type: "countPromptTokens", seq: number, messages: ChatMessage[], tools?: ToolDefinition[], continueFinalMessage?: boolean}
+    /**
+     * The model's token ids for `text` (with `specialTokens`, its special tokens' text is read as those tokens and a
+     * BOS is added where the model adds one), or for the prompt of a chat request with `messages`; answered by `tokenized`.
+     */
+    | {type: "tokenize", seq: number, text?: string, messages?: ChatMessage[], specialTokens: boolean}
+    /** The text of these token ids (special tokens' text included); answered by `detokenized`. */
+    | {type: "detokenize", seq: number, tokens: number[]}
     | {type: "shutdown"};
 
 /**
@@ -269,6 +276,9 @@ export type EngineToHost =
     | {type: "pong", seq: number, hostTime: number, engineTime: number}
     /** `count` tokens, or (count -1) why it could not count. */
     | {type: "tokenCount", seq: number, count: number, error?: string}
+    /** `tokens` with each one's text (`pieces`), or why not (`error`, then both empty). */
+    | {type: "tokenized", seq: number, tokens: number[], pieces: string[], error?: string}
+    | {type: "detokenized", seq: number, text: string, error?: string}
     | {type: "rejected", reason: string}
     | {type: "log", level: EngineLogLevel, message: string};
 
@@ -437,6 +447,21 @@ export function parseHostToEngine(value: unknown): HostToEngine {
             if (continueFinalMessage !== undefined) message.continueFinalMessage = continueFinalMessage;
             return message;
         }
+        case "tokenize": {
+            const message: HostToEngine = {type: "tokenize", seq: expectInteger(obj, "seq", "tokenize"),
+                specialTokens: expectBoolean(obj, "specialTokens", "tokenize")};
+            const text = optionalString(obj, "text", "tokenize", maxCountTokensText);
+            if (text !== undefined) message.text = text;
+            if (obj.messages !== undefined)
+                message.messages = expectArray(obj, "messages", "tokenize", 10_000).map(parseChatMessage);
+            return message;
+        }
+        case "detokenize": return {type: "detokenize", seq: expectInteger(obj, "seq", "detokenize"),
+            tokens: expectArray(obj, "tokens", "detokenize", maxCountTokensText).map((token, i) => {
+                if (typeof token !== "number" || !Number.isSafeInteger(token))
+                    throw new ProtocolError(`detokenize.tokens[${i}]: expected an integer`);
+                return token;
+            })};
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -573,6 +598,25 @@ export function parseEngineToHost(value: unknown): EngineToHost {
         case "ready": return {type: "ready", info: parseEngineInfo(obj.info)};
         case "loadFailed": return {type: "loadFailed", error: parseErrorInfo(obj.error)};
         case "pong": return {type: "pong", seq: expectInteger(obj, "seq", "pong"), hostTime: expectNumber(obj, "hostTime", "pong"), engineTime: expectNumber(obj, "engineTime", "pong")};
+        case "tokenized": {
+            const tokens = expectArray(obj, "tokens", "tokenized", maxCountTokensText).map((token, i) => {
+                if (typeof token !== "number" || !Number.isSafeInteger(token))
+                    throw new ProtocolError(`tokenized.tokens[${i}]: expected an integer`);
+                return token;
+            });
+            const pieces = expectArray(obj, "pieces", "tokenized", maxCountTokensText).map((piece, i) => {
+                if (typeof piece !== "string")
+                    throw new ProtocolError(`tokenized.pieces[${i}]: expected a string`);
+                return piece;
+            });
+            const error = optionalString(obj, "error", "tokenized", 2000);
+            return {type: "tokenized", seq: expectInteger(obj, "seq", "tokenized"), tokens, pieces, ...error !== undefined ? {error} : {}};
+        }
+        case "detokenized": {
+            const error = optionalString(obj, "error", "detokenized", 2000);
+            return {type: "detokenized", seq: expectInteger(obj, "seq", "detokenized"), text: expectString(obj, "text", "detokenized"),
+                ...error !== undefined ? {error} : {}};
+        }
         case "tokenCount": {
             const message: EngineToHost = {type: "tokenCount", seq: expectInteger(obj, "seq", "tokenCount"), count: expectInteger(obj, "count", "tokenCount")};
             const error = optionalString(obj, "error", "tokenCount", 2000);

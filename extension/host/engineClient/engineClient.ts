@@ -38,6 +38,9 @@ export type EngineClientOptions = Omit<EngineOptions, "statsChannel"> & {
  */
 export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string, client?: string};
 
+/** Token ids and each one's text. */
+export type Tokenized = {tokens: number[], pieces: string[]};
+
 /** The client label of requests that do not say who sent them. */
 export const defaultClientLabel = "local";
 
@@ -73,6 +76,8 @@ export class EngineClient {
     private offsetMs = 0;
     private pendingPongs = new Map<number, (pong: {hostTime: number, engineTime: number}) => void>();
     private readonly pendingCounts = new Map<number, {resolve: (count: number) => void, reject: (error: Error) => void}>();
+    private readonly pendingTokenizations =
+        new Map<number, {resolve: (value: Tokenized | string) => void, reject: (error: Error) => void}>();
     private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
@@ -214,6 +219,34 @@ export class EngineClient {
             ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}));
     }
 
+    /** Token ids and their texts, of `text` or of the prompt a chat request with `messages` would evaluate. */
+    async tokenize(input: {text: string, specialTokens: boolean} | {messages: ChatMessage[]}): Promise<Tokenized> {
+        const result = await this.askTokenizer((seq) => "text" in input ? {type: "tokenize", seq, text: input.text, specialTokens: input.specialTokens}
+            : {type: "tokenize", seq, messages: input.messages, specialTokens: true});
+        if (typeof result === "string")
+            throw new Error("unexpected answer from the engine");
+        return result;
+    }
+
+    /** The text of token ids (special tokens' text included); ids outside the vocabulary are refused. */
+    async detokenize(tokens: number[]): Promise<string> {
+        const result = await this.askTokenizer((seq) => ({type: "detokenize", seq, tokens}));
+        if (typeof result !== "string")
+            throw new Error("unexpected answer from the engine");
+        return result;
+    }
+
+    private async askTokenizer(message: (seq: number) => HostToEngine): Promise<Tokenized | string> {
+        const transport = this.transport;
+        if (transport === undefined || this.currentState !== "ready")
+            throw new Error("no model is running");
+        const seq = this.countSeq++;
+        return await new Promise<Tokenized | string>((resolve, reject) => {
+            this.pendingTokenizations.set(seq, {resolve, reject});
+            transport.send(message(seq));
+        });
+    }
+
     private async count(message: (seq: number) => HostToEngine): Promise<number> {
         const transport = this.transport;
         if (transport === undefined || this.currentState !== "ready")
@@ -274,6 +307,16 @@ export class EngineClient {
                 return;
             case "loadFailed": this.loadError = toLoadError(message.error); return;
             case "pong": this.pendingPongs.get(message.seq)?.(message); return;
+            case "tokenized":
+            case "detokenized": {
+                const pending = this.pendingTokenizations.get(message.seq);
+                this.pendingTokenizations.delete(message.seq);
+                if (message.error !== undefined)
+                    pending?.reject(new Error(message.error));
+                else
+                    pending?.resolve(message.type === "tokenized" ? {tokens: message.tokens, pieces: message.pieces} : message.text);
+                return;
+            }
             case "tokenCount": {
                 const pending = this.pendingCounts.get(message.seq);
                 this.pendingCounts.delete(message.seq);
@@ -309,6 +352,9 @@ export class EngineClient {
         this.finishLocally(this.outputs.inFlightIds(), `engine exited (${exit.description})`);
         for (const resolve of this.pendingPongs.values())
             resolve({hostTime: Number.NaN, engineTime: Number.NaN});
+        for (const {reject} of this.pendingTokenizations.values())
+            reject(new Error("the engine stopped"));
+        this.pendingTokenizations.clear();
         for (const {reject} of this.pendingCounts.values())
             reject(new Error(`engine exited (${exit.description})`));
         this.pendingCounts.clear();

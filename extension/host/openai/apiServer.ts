@@ -10,6 +10,7 @@
  *   POST /v1/responses         OpenAI's Responses API (stateless: the whole conversation as `input`)
  *   POST /v1/messages          Anthropic's Messages API (Claude Code; errors in Anthropic's shape, `x-api-key` accepted)
  *   POST /v1/messages/count_tokens  the prompt tokens of such a request
+ *   POST /tokenize, /detokenize     token ids of a text or a chat's prompt, and back (llama.cpp's and vLLM's shapes)
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
  *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given (with its access token: `dashboardUrl`)
@@ -36,6 +37,7 @@ import {serveChatCompletion, serveCompletion} from "./generationRoute.js";
 import {serveResponse} from "./responsesRoute.js";
 import {serveMessages} from "../anthropic/messagesRoute.js";
 import {parseMessagesRequest, type MessagesRequest} from "../../../protocol/anthropicMessages.js";
+import {parseDetokenizeRequest, parseTokenizeRequest, type DetokenizeAnswer, type TokenizeAnswer, type TokenizeRequest} from "../../../protocol/tokenizeApi.js";
 import {anthropicErrorType, type AnthropicErrorBody} from "../../../protocol/anthropicMessageObjects.js";
 import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 
@@ -186,7 +188,7 @@ export class ApiServer {
             response.end(method === "HEAD" ? undefined : body);
             return;
         }
-        if (pathname.startsWith("/v1/"))
+        if (pathname.startsWith("/v1/") || tokenizerPaths.has(pathname))
             return await this.api(pathname, method, request, response);
         if (this.dashboard !== undefined)
             return this.dashboard.handle(request, response);
@@ -242,7 +244,7 @@ export class ApiServer {
             sendJson(response, 200, modelObject(info));
             return;
         }
-        if (!generationPaths.has(pathname))
+        if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname))
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
@@ -265,6 +267,10 @@ export class ApiServer {
             await serveMessages(parseMessagesRequest(body), context);
         else if (pathname === "/v1/messages/count_tokens")
             await countMessageTokens(parseMessagesRequest(body, true), client, response);
+        else if (pathname === "/tokenize")
+            await tokenize(parseTokenizeRequest(body), client, response);
+        else if (pathname === "/detokenize")
+            await detokenize(parseDetokenizeRequest(body), client, response);
         else
             await serveCompletion(parseCompletionRequest(body), context);
     }
@@ -323,6 +329,34 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
     const body: AnthropicErrorBody | ReturnType<typeof apiErrorBody> = anthropic
         ? {type: "error", error: {type: anthropicErrorType(error.status), message: error.message}} : apiErrorBody(error);
     sendJson(response, error.status, body, error.code === "queue_full" ? {"Retry-After": "1"} : {});
+}
+
+/** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
+const tokenizerPaths = new Set(["/tokenize", "/detokenize"]);
+
+async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
+                        response: http.ServerResponse): Promise<void> {
+    let result;
+    try {
+        result = await client.tokenize(input);
+    } catch (error) {
+        throw new ApiRequestError(`could not tokenize: ${errorMessage(error)}`, null, 400);
+    }
+    const {tokens, pieces} = result;
+    const answer: TokenizeAnswer = {tokens: withPieces ? tokens.map((id, i) => ({id, piece: pieces[i] ?? ""})) : tokens, count: tokens.length,
+        max_model_len: client.info?.contextSize ?? 0, ...withTokenStrs ? {token_strs: pieces} : {}};
+    sendJson(response, 200, answer);
+}
+
+async function detokenize(tokens: number[], client: EngineClient, response: http.ServerResponse): Promise<void> {
+    let text: string;
+    try {
+        text = await client.detokenize(tokens);
+    } catch (error) {
+        throw new ApiRequestError(`tokens: ${errorMessage(error)}`, "tokens", 400);
+    }
+    const answer: DetokenizeAnswer = {content: text, prompt: text};
+    sendJson(response, 200, answer);
 }
 
 /** Anthropic's `count_tokens`: the prompt the same request would be served with, rendered by the engine. */
