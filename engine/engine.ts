@@ -175,7 +175,6 @@ export class Engine {
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "countTokens": this.countTokens(message.seq, message.text); break;
-            case "countPromptTokens": this.countPromptTokens(message); break;
             case "tokenize": this.tokenize(message); break;
             case "detokenize": this.detokenize(message.seq, message.tokens); break;
             case "shutdown": void this.dispose(); break;
@@ -191,27 +190,17 @@ export class Engine {
         }
     }
 
-    /** The prompt a chat request with these messages and tools would evaluate, as `generate` renders it, counted. */
-    private countPromptTokens({seq, messages, tools, continueFinalMessage}: Extract<HostToEngine, {type: "countPromptTokens"}>): void {
-        try {
-            const opens = reasoningSyntaxFor(this.loaded.model)?.opensOnAnswerStart === true;
-            const prompt = renderPrompt(this.loaded.model, {messages, ...tools !== undefined ? {tools} : {},
-                ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}, opens ? "open" : undefined);
-            this.sink({type: "tokenCount", seq, count: prompt.length});
-        } catch (error) {
-            this.sink({type: "tokenCount", seq, count: -1, error: errorMessage(error)});
-        }
-    }
-
-    /** Token ids and each one's text: of `text`, or of the prompt a chat request with `messages` would evaluate. */
-    private tokenize({seq, text, messages, specialTokens}: Extract<HostToEngine, {type: "tokenize"}>): void {
+    /**
+     * Token ids (and with `pieces` each one's text): of `text`, or of the prompt a chat request would evaluate (as a
+     * request without a grammar renders it: opened into the reasoning where the template opens it).
+     */
+    private tokenize({seq, text, chat, specialTokens, pieces}: Extract<HostToEngine, {type: "tokenize"}>): void {
         const model = this.loaded.model;
         try {
             const opens = reasoningSyntaxFor(model)?.opensOnAnswerStart === true;
-            const tokens = messages !== undefined ? renderPrompt(model, {messages}, opens ? "open" : undefined)
-                : model.tokenize(text ?? "", specialTokens);
-            const context = this.pieceContext();
-            this.sink({type: "tokenized", seq, tokens, pieces: tokens.map((token) => model.detokenize([token], true, context))});
+            const tokens = chat !== undefined ? renderPrompt(model, chat, opens ? "open" : undefined) : model.tokenize(text ?? "", specialTokens);
+            const context = pieces ? this.pieceContext() : [];
+            this.sink({type: "tokenized", seq, tokens, pieces: pieces ? tokens.map((token) => model.detokenize([token], true, context)) : []});
         } catch (error) {
             this.sink({type: "tokenized", seq, tokens: [], pieces: [], error: errorMessage(error)});
         }
@@ -656,7 +645,12 @@ export class Engine {
             request.pendingReasoning += split.reasoning;
             answer = split.answer;
         }
-        request.pendingText += request.toolCalls === undefined ? answer : request.toolCalls.push(answer);
+        this.addAnswer(request, answer);
+    }
+
+    /** Answer text, minus what belongs to tool calls. */
+    private addAnswer(request: ActiveRequest, text: string): void {
+        request.pendingText += request.toolCalls === undefined ? text : request.toolCalls.push(text);
     }
 
     private finish(request: ActiveRequest, reason: FinishReason, error?: string, errorCode?: RequestErrorCode): void {
@@ -665,7 +659,7 @@ export class Engine {
         const rest = request.reasoning?.finish();
         if (rest !== undefined) {
             request.pendingReasoning += rest.reasoning;
-            request.pendingText += request.toolCalls === undefined ? rest.answer : request.toolCalls.push(rest.answer);
+            this.addAnswer(request, rest.answer);
         }
         const toolCalls = request.toolCalls?.finish();
         if (toolCalls !== undefined)

@@ -155,19 +155,21 @@ export const maxAdditivePenalty = 2;
 /** The default penalty window (llama.cpp's `repeat_last_n`). */
 export const defaultPenaltyLastTokens = 64;
 
+/** What a chat request's prompt is rendered from. */
+export type ChatPromptInput = Pick<GenerateRequest, "tools" | "continueFinalMessage"> & {messages: ChatMessage[]};
+
 export type HostToEngine =
     | {type: "generate", request: GenerateRequest}
     | {type: "cancel", id: string}
     | {type: "ping", seq: number, hostTime: number}
     /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
     | {type: "countTokens", seq: number, text: string}
-    /** The tokens of the prompt a chat request with these messages (and tools) would evaluate; answered with `tokenCount`. */
-    | {type: "countPromptTokens", seq: number, messages: ChatMessage[], tools?: ToolDefinition[], continueFinalMessage?: boolean}
     /**
-     * The model's token ids for `text` (with `specialTokens`, its special tokens' text is read as those tokens and a
-     * BOS is added where the model adds one), or for the prompt of a chat request with `messages`; answered by `tokenized`.
+     * The model's token ids for `text` (with `specialTokens`, its special tokens' text is read as those tokens), or for
+     * the prompt a chat request with `chat`'s messages (and tools) would evaluate; with `pieces`, each token's text too.
+     * Answered by `tokenized`.
      */
-    | {type: "tokenize", seq: number, text?: string, messages?: ChatMessage[], specialTokens: boolean}
+    | {type: "tokenize", seq: number, text?: string, chat?: ChatPromptInput, specialTokens: boolean, pieces: boolean}
     /** The text of these token ids (special tokens' text included); answered by `detokenized`. */
     | {type: "detokenize", seq: number, tokens: number[]}
     | {type: "shutdown"};
@@ -276,7 +278,7 @@ export type EngineToHost =
     | {type: "pong", seq: number, hostTime: number, engineTime: number}
     /** `count` tokens, or (count -1) why it could not count. */
     | {type: "tokenCount", seq: number, count: number, error?: string}
-    /** `tokens` with each one's text (`pieces`), or why not (`error`, then both empty). */
+    /** `tokens` with each one's text (`pieces`, when asked for; else empty), or why not (`error`, then both empty). */
     | {type: "tokenized", seq: number, tokens: number[], pieces: string[], error?: string}
     | {type: "detokenized", seq: number, text: string, error?: string}
     | {type: "rejected", reason: string}
@@ -438,22 +440,19 @@ export function parseHostToEngine(value: unknown): HostToEngine {
         case "ping": return {type: "ping", seq: expectInteger(obj, "seq", "ping"), hostTime: expectNumber(obj, "hostTime", "ping")};
         case "countTokens": return {type: "countTokens", seq: expectInteger(obj, "seq", "countTokens"),
             text: expectString(obj, "text", "countTokens", maxCountTokensText)};
-        case "countPromptTokens": {
-            const message: HostToEngine = {type: "countPromptTokens", seq: expectInteger(obj, "seq", "countPromptTokens"),
-                messages: expectArray(obj, "messages", "countPromptTokens", 10_000).map(parseChatMessage)};
-            if (obj.tools !== undefined)
-                message.tools = expectArray(obj, "tools", "countPromptTokens", maxTools).map(parseToolDefinition);
-            const continueFinalMessage = optionalBoolean(obj, "continueFinalMessage", "countPromptTokens");
-            if (continueFinalMessage !== undefined) message.continueFinalMessage = continueFinalMessage;
-            return message;
-        }
         case "tokenize": {
             const message: HostToEngine = {type: "tokenize", seq: expectInteger(obj, "seq", "tokenize"),
-                specialTokens: expectBoolean(obj, "specialTokens", "tokenize")};
+                specialTokens: expectBoolean(obj, "specialTokens", "tokenize"), pieces: expectBoolean(obj, "pieces", "tokenize")};
             const text = optionalString(obj, "text", "tokenize", maxCountTokensText);
             if (text !== undefined) message.text = text;
-            if (obj.messages !== undefined)
-                message.messages = expectArray(obj, "messages", "tokenize", 10_000).map(parseChatMessage);
+            if (obj.chat !== undefined) {
+                const chat = expectObject(obj.chat, "tokenize.chat");
+                message.chat = {messages: expectArray(chat, "messages", "tokenize.chat", 10_000).map(parseChatMessage)};
+                if (chat.tools !== undefined)
+                    message.chat.tools = expectArray(chat, "tools", "tokenize.chat", maxTools).map(parseToolDefinition);
+                const continueFinalMessage = optionalBoolean(chat, "continueFinalMessage", "tokenize.chat");
+                if (continueFinalMessage !== undefined) message.chat.continueFinalMessage = continueFinalMessage;
+            }
             return message;
         }
         case "detokenize": return {type: "detokenize", seq: expectInteger(obj, "seq", "detokenize"),

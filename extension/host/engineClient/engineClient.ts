@@ -4,8 +4,8 @@ import {errorMessage} from "../../../common/errorMessage.js";
 import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engineOptions.js";
 import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
-    parseEngineToHost, parseHostToEngine, type ChatMessage, type EngineErrorInfo, type EngineInfo, type EngineToHost, type GenerateRequest,
-    type HostToEngine, type RequestEvent, type StepStats, type ToolDefinition
+    parseEngineToHost, parseHostToEngine, type ChatPromptInput, type EngineErrorInfo, type EngineInfo, type EngineToHost,
+    type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
@@ -210,19 +210,24 @@ export class EngineClient {
 
     /** How many tokens the model's own tokenizer makes of `text` (no special tokens added). */
     async countTokens(text: string): Promise<number> {
-        return await this.count((seq) => ({type: "countTokens", seq, text}));
+        const transport = this.transport;
+        if (transport === undefined || this.currentState !== "ready")
+            throw new Error("no model is running");
+        const seq = this.countSeq++;
+        return await new Promise<number>((resolve, reject) => {
+            this.pendingCounts.set(seq, {resolve, reject});
+            transport.send({type: "countTokens", seq, text});
+        });
     }
 
-    /** How many tokens the prompt of a chat request with these messages (and tools) has, rendered as the engine renders it. */
-    async countPromptTokens(messages: ChatMessage[], tools?: ToolDefinition[], continueFinalMessage?: boolean): Promise<number> {
-        return await this.count((seq) => ({type: "countPromptTokens", seq, messages, ...tools !== undefined ? {tools} : {},
-            ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}));
-    }
-
-    /** Token ids and their texts, of `text` or of the prompt a chat request with `messages` would evaluate. */
-    async tokenize(input: {text: string, specialTokens: boolean} | {messages: ChatMessage[]}): Promise<Tokenized> {
-        const result = await this.askTokenizer((seq) => "text" in input ? {type: "tokenize", seq, text: input.text, specialTokens: input.specialTokens}
-            : {type: "tokenize", seq, messages: input.messages, specialTokens: true});
+    /**
+     * Token ids (with `pieces`, each one's text too) of `text`, or of the prompt a chat request would evaluate (`chat`:
+     * its messages and tools, rendered as the engine renders a request).
+     */
+    async tokenize(input: {text: string, specialTokens: boolean} | {chat: ChatPromptInput}, pieces = false): Promise<Tokenized> {
+        const result = await this.askTokenizer((seq) => "text" in input
+            ? {type: "tokenize", seq, text: input.text, specialTokens: input.specialTokens, pieces}
+            : {type: "tokenize", seq, chat: input.chat, specialTokens: true, pieces});
         if (typeof result === "string")
             throw new Error("unexpected answer from the engine");
         return result;
@@ -243,17 +248,6 @@ export class EngineClient {
         const seq = this.countSeq++;
         return await new Promise<Tokenized | string>((resolve, reject) => {
             this.pendingTokenizations.set(seq, {resolve, reject});
-            transport.send(message(seq));
-        });
-    }
-
-    private async count(message: (seq: number) => HostToEngine): Promise<number> {
-        const transport = this.transport;
-        if (transport === undefined || this.currentState !== "ready")
-            throw new Error("no model is running");
-        const seq = this.countSeq++;
-        return await new Promise<number>((resolve, reject) => {
-            this.pendingCounts.set(seq, {resolve, reject});
             transport.send(message(seq));
         });
     }

@@ -338,7 +338,7 @@ async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, cli
                         response: http.ServerResponse): Promise<void> {
     let result;
     try {
-        result = await client.tokenize(input);
+        result = await client.tokenize("messages" in input ? {chat: {messages: input.messages}} : input, withPieces || withTokenStrs);
     } catch (error) {
         throw new ApiRequestError(`could not tokenize: ${errorMessage(error)}`, null, 400);
     }
@@ -364,7 +364,8 @@ async function countMessageTokens({messages, tools, continueFinalMessage}: Messa
                                   response: http.ServerResponse): Promise<void> {
     let count: number;
     try {
-        count = await client.countPromptTokens(messages, tools, continueFinalMessage);
+        const chat = {messages, ...tools !== undefined ? {tools} : {}, ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}};
+        count = (await client.tokenize({chat})).tokens.length;
     } catch (error) {
         throw new ApiRequestError(`could not render the prompt: ${errorMessage(error)}`, null, 400);
     }
