@@ -114,6 +114,7 @@ export class Engine {
      */
     private heldFlush: {timer: NodeJS.Timeout, forSamples: boolean} | undefined;
     private disposed = false;
+    private pieceContextTokens: Token[] | undefined;
     private vramTimer: NodeJS.Timeout | undefined;
 
     private constructor(
@@ -211,7 +212,7 @@ export class Engine {
      * start of a text a SentencePiece tokenizer drops the first piece's leading space, and node-llama-cpp with it.
      */
     private pieceContext(): Token[] {
-        return this.loaded.model.tokenize("a", false).slice(-1);
+        return this.pieceContextTokens ??= this.loaded.model.tokenize("a", false).slice(-1);
     }
 
     /** Text of token ids; an id outside the vocabulary is refused here (llama.cpp would abort the process on it). */
@@ -372,6 +373,7 @@ export class Engine {
     private enqueue(active: ActiveRequest, request: GenerateRequest): void {
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart);
+            active.detokenizer.follow(active.promptTokens);
         } catch (error) {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
                 error instanceof PromptInputError ? "invalid_request" : "engine_error");
@@ -622,7 +624,7 @@ export class Engine {
         this.addOutput(request, request.stopStrings.push(request.detokenizer.push(token)), true);
         request.pendingTimes.push(t);
         if (request.logprobs !== undefined)
-            request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs));
+            request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs, this.pieceContext()));
         this.pendingTokenRequests.add(request);
         this.stepTokens++;
         this.stats?.counters.add(CounterSlot.generationTokensTotal, 1);

@@ -18,6 +18,15 @@ export class StreamingDetokenizer {
 
     constructor(private readonly model: LlamaModel) {}
 
+    /**
+     * Starts the output after `prompt`: its last tokens are the first token's context, so a SentencePiece piece that
+     * begins with a space keeps it (detokenized alone, the first piece of a text loses it), as llama.cpp's server and
+     * vLLM keep it: a completion of "Once upon a" reads " time", not "time".
+     */
+    follow(prompt: readonly Token[]): void {
+        this.previous.splice(0, this.previous.length, ...prompt.slice(-contextTokens));
+    }
+
     /** Adds one token; returns the text that became stable (possibly ""). */
     push(token: Token): string {
         this.held.push(token);

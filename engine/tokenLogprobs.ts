@@ -10,15 +10,19 @@ function logOf(probability: number | undefined): number {
     return probability === undefined || probability <= 0 ? minLogprob : Math.max(minLogprob, Math.log(probability));
 }
 
-/** `token`'s entry with `top` alternatives; `probabilities` undefined (none returned) reads as impossible. */
+/**
+ * `token`'s entry with `top` alternatives; `probabilities` undefined (none returned) reads as impossible. Each token's
+ * text is detokenized after `context` (a neutral token), so that a SentencePiece piece keeps its leading space, which
+ * detokenizing it alone drops: the pieces then join into the output's text, as OpenAI's do.
+ */
 export function tokenLogprob(model: LlamaModel, token: Token, probabilities: ReadonlyMap<Token, number> | undefined,
-                             top: number): TokenLogprob {
+                             top: number, context: readonly Token[]): TokenLogprob {
     const alternatives: TokenLogprob["top"] = [];
     if (probabilities !== undefined && top > 0)
         for (const [candidate, probability] of probabilities) {
-            alternatives.push({token: model.detokenize([candidate]), logprob: logOf(probability)});
+            alternatives.push({token: model.detokenize([candidate], false, context), logprob: logOf(probability)});
             if (alternatives.length >= top)
                 break;
         }
-    return {token: model.detokenize([token]), logprob: logOf(probabilities?.get(token)), top: alternatives};
+    return {token: model.detokenize([token], false, context), logprob: logOf(probabilities?.get(token)), top: alternatives};
 }

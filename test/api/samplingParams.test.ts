@@ -79,6 +79,8 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             assert.equal(entry.logprob, entry.top_logprobs[0]!.logprob);
             assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, "utf8")]);
         }
+        // Each token's text as it reads in the output (a SentencePiece piece keeps its leading space).
+        assert.equal(content.map((entry) => entry.token).join(""), chat.choices[0]!.message.content);
         // A token forced by logit_bias has probability ~1.
         const forced = await complete({temperature: 1, seed: 2, logit_bias: {300: 100}, logprobs: 2});
         assert.equal(forced.tokens, 12);
