@@ -158,7 +158,8 @@ export class Engine {
         const prefillBudget = options.prefillChunkTokens ?? defaultPrefillChunkTokens(loaded.info.backend);
         const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget,
             options.maxWaitingRequests ?? defaultEngineOptions.maxWaitingRequests);
-        const info: EngineInfo = {...loaded.info, prefillChunkTokens: prefillBudget,
+        const info: EngineInfo = {...loaded.info, model: {...loaded.info.model, reasoning: reasoningSyntaxFor(loaded.model) !== undefined},
+            prefillChunkTokens: prefillBudget,
             statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
             stats.setVram(info.vramUsedBytes, info.vramTotalBytes);

@@ -88,7 +88,9 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
                 sizeBytes: validated.sizeBytes,
                 trainContextLength: validated.contextLength ?? context.contextSize,
                 ...(validated.vocabSize !== undefined ? {vocabularySize: validated.vocabSize} : {}),
-                toolCalling: hasChatTemplate(model)
+                toolCalling: hasChatTemplate(model),
+                fillInMiddle: [model.tokens.infill.prefix, model.tokens.infill.suffix, model.tokens.infill.middle]
+                    .every((token) => token != null)
             },
             contextSize: context.contextSize,
             parallel,

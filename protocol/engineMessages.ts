@@ -203,7 +203,11 @@ export type ModelInfo = {
     /** Tokens in the model's vocabulary (`tokenizer.ggml.tokens`); absent when the file does not list them. */
     vocabularySize?: number,
     /** Whether requests may offer it tools: it has a chat template to render them with. Absent: no. */
-    toolCalling?: boolean
+    toolCalling?: boolean,
+    /** Whether it has fill-in-the-middle tokens (a request's `suffix`). Absent: no. */
+    fillInMiddle?: boolean,
+    /** Whether its chat template has a reasoning (thought) segment, such as `<think>…</think>`. Absent: no. */
+    reasoning?: boolean
 };
 
 /** A GPU backend that failed the engine's self-test under gpu "auto", so the next one (or the CPU) was used. */
@@ -552,6 +556,8 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         throw new ProtocolError("info.gpuDevices: expected strings");
     const vocabularySize = optionalInteger(model, "vocabularySize", "info.model");
     const toolCalling = optionalBoolean(model, "toolCalling", "info.model");
+    const fillInMiddle = optionalBoolean(model, "fillInMiddle", "info.model");
+    const reasoning = optionalBoolean(model, "reasoning", "info.model");
     return {
         pid: expectInteger(obj, "pid", "info"),
         backend: expectOneOf(obj, "backend", gpuBackends, "info"),
@@ -568,7 +574,9 @@ export function parseEngineInfo(value: unknown): EngineInfo {
             sizeBytes: expectNumber(model, "sizeBytes", "info.model"),
             trainContextLength: expectInteger(model, "trainContextLength", "info.model"),
             ...(vocabularySize !== undefined ? {vocabularySize} : {}),
-            ...(toolCalling !== undefined ? {toolCalling} : {})
+            ...(toolCalling !== undefined ? {toolCalling} : {}),
+            ...(fillInMiddle !== undefined ? {fillInMiddle} : {}),
+            ...(reasoning !== undefined ? {reasoning} : {})
         },
         contextSize: expectInteger(obj, "contextSize", "info"),
         parallel: expectInteger(obj, "parallel", "info"),

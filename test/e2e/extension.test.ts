@@ -182,6 +182,12 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             assert.ok(text.includes(`copied ${apiBase()} `), text);
             const clipboard = await page.evaluate(() => navigator.clipboard.readText());
             assert.equal(clipboard, apiBase());
+            // The same port speaks Ollama's API (what Copilot Chat's Ollama models list the model from).
+            const ollamaAddress = apiBase().replace(/\/v1$/, "");
+            assert.ok(text.includes(`Ollama clients: ${ollamaAddress}`), text);
+            const tags = await (await fetch(`${ollamaAddress}/api/tags`)).json() as {models: Array<{name: string}>};
+            assert.equal(tags.models.length, 1, JSON.stringify(tags));
+            assert.match(tags.models[0]!.name, /:latest$/);
         });
     });
 

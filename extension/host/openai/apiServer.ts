@@ -5,12 +5,15 @@
  *
  *   GET  /v1/models            the loaded model (`id` = the model file's name, stable across restarts)
  *   GET  /v1/models/{id}       that model (OpenAI's "retrieve model"; 404 model_not_found for another id)
- *   POST /v1/chat/completions  chat (JSON or SSE stream)
+ *   POST /v1/chat/completions  chat (JSON or SSE stream); it, /v1/completions and /v1/models also without `/v1`, as llama.cpp's
+ *                              server serves them
  *   POST /v1/completions       text completion, fill-in-the-middle with `suffix`
  *   POST /v1/responses         OpenAI's Responses API (stateless: the whole conversation as `input`)
  *   POST /v1/messages          Anthropic's Messages API (Claude Code; errors in Anthropic's shape, `x-api-key` accepted)
  *   POST /v1/messages/count_tokens  the prompt tokens of such a request
  *   POST /tokenize, /detokenize     token ids of a text or a chat's prompt, and back (llama.cpp's and vLLM's shapes)
+ *   POST /api/chat, /api/generate   Ollama's native API (NDJSON streams; errors as `{"error": …}`), with
+ *   GET  /api/version, /api/tags, /api/ps, POST /api/show   the model as Ollama describes one (Copilot Chat's Ollama models)
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
  *   GET  /, WS /stream …       the live dashboard, when `dashboard` is given (with its access token: `dashboardUrl`)
@@ -40,6 +43,9 @@ import {parseMessagesRequest, type MessagesRequest} from "../../../protocol/anth
 import {parseDetokenizeRequest, parseTokenizeRequest, type DetokenizeAnswer, type TokenizeAnswer, type TokenizeRequest} from "../../../protocol/tokenizeApi.js";
 import {anthropicErrorType, type AnthropicErrorBody} from "../../../protocol/anthropicMessageObjects.js";
 import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
+import {ollamaApiVersion, parseOllamaChatRequest, parseOllamaGenerateRequest, parseOllamaShowRequest, type OllamaErrorBody} from "../../../protocol/ollamaApi.js";
+import {ollamaRunningEntry, ollamaShow, ollamaTagsEntry} from "../ollama/ollamaModel.js";
+import {serveOllama} from "../ollama/ollamaRoute.js";
 
 /** The default port: clear of Ollama (11434), llama.cpp (8080), LM Studio (1234) and vLLM (8000). */
 export const defaultApiPort = 8719;
@@ -170,7 +176,8 @@ export class ApiServer {
         if (!allowedOrigin(headers.origin, headers.host, this.options.allowedOrigins))
             return this.reject(response, new ApiRequestError("forbidden: browser pages from other origins may not use this server", null, 403, "permission_error"),
                 `forbidden Origin ${JSON.stringify(headers.origin ?? "")}`);
-        const pathname = new URL(request.url ?? "/", "http://localhost").pathname;
+        const requested = new URL(request.url ?? "/", "http://localhost").pathname;
+        const pathname = withoutV1Aliases.get(requested) ?? requested;
         const method = request.method ?? "GET";
         if (method === "OPTIONS")
             return this.preflight(request, response);
@@ -188,7 +195,7 @@ export class ApiServer {
             response.end(method === "HEAD" ? undefined : body);
             return;
         }
-        if (pathname.startsWith("/v1/") || tokenizerPaths.has(pathname))
+        if (pathname.startsWith("/v1/") || pathname.startsWith("/api/") || tokenizerPaths.has(pathname))
             return await this.api(pathname, method, request, response);
         if (this.dashboard !== undefined)
             return this.dashboard.handle(request, response);
@@ -244,6 +251,8 @@ export class ApiServer {
             sendJson(response, 200, modelObject(info));
             return;
         }
+        if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
+            return await this.ollamaModels(pathname, method, request, response);
         if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname))
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
@@ -271,8 +280,38 @@ export class ApiServer {
             await tokenize(parseTokenizeRequest(body), client, response);
         else if (pathname === "/detokenize")
             await detokenize(parseDetokenizeRequest(body), client, response);
+        else if (pathname === "/api/chat")
+            await serveOllama("chat", parseOllamaChatRequest(body), context);
+        else if (pathname === "/api/generate")
+            await serveOllama("generate", parseOllamaGenerateRequest(body), context);
         else
             await serveCompletion(parseCompletionRequest(body), context);
+    }
+
+    /** Ollama's model routes: the version whose API this server follows, and the one model it runs. */
+    private async ollamaModels(pathname: string, method: string, request: http.IncomingMessage, response: http.ServerResponse):
+    Promise<void> {
+        const info = this.readyEngine()?.info;
+        if (pathname === "/api/version") {
+            requireMethod(method, ["GET", "HEAD"]);
+            return sendJson(response, 200, {version: ollamaApiVersion});
+        }
+        if (pathname === "/api/tags" || pathname === "/api/ps") {
+            requireMethod(method, ["GET", "HEAD"]);
+            const entry = pathname === "/api/tags" ? ollamaTagsEntry : ollamaRunningEntry;
+            return sendJson(response, 200, {models: info === undefined ? [] : [await entry(info, modelId(info))]});
+        }
+        if (pathname === "/api/show") {
+            requireMethod(method, ["POST"]);
+            parseOllamaShowRequest(await readJsonBody(request));
+            if (info === undefined)
+                throw new ApiRequestError("no model is running", "model", 404, "invalid_request_error", "model_not_found");
+            return sendJson(response, 200, await ollamaShow(info));
+        }
+        if (ollamaModelManagement.has(pathname) || pathname.startsWith("/api/blobs/"))
+            throw new ApiRequestError(`${pathname} is not served: this server runs the one model file it was started with ` +
+                "(start it with another --model, or choose the model in VS Code)", null, 501, "invalid_request_error", "not_implemented");
+        throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
     }
 
     private readyEngine(): EngineClient | undefined {
@@ -320,14 +359,22 @@ function sendJson(response: http.ServerResponse, status: number, body: unknown, 
     response.end(text);
 }
 
-/** The routes that send requests to the engine (or count their prompts). */
-const generationPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
+/** llama.cpp's server also serves the OpenAI routes without `/v1` (clients configured with the bare address use them). */
+const withoutV1Aliases = new Map([["/chat/completions", "/v1/chat/completions"], ["/completions", "/v1/completions"], ["/models", "/v1/models"]]);
 
-/** An error in OpenAI's shape, or Anthropic's for its Messages API's routes (what its clients parse). */
+/** The routes that send requests to the engine (or count their prompts). */
+const generationPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens",
+    "/api/chat", "/api/generate"]);
+
+/** Ollama's routes that manage its model store: a server of one model file has none to pull, create or delete. */
+const ollamaModelManagement = new Set(["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"]);
+
+/** An error in OpenAI's shape, or Anthropic's / Ollama's for their APIs' routes (what their clients parse). */
 function sendError(response: http.ServerResponse, error: ApiRequestError): void {
-    const anthropic = new URL(response.req.url ?? "/", "http://localhost").pathname.startsWith("/v1/messages");
-    const body: AnthropicErrorBody | ReturnType<typeof apiErrorBody> = anthropic
-        ? {type: "error", error: {type: anthropicErrorType(error.status), message: error.message}} : apiErrorBody(error);
+    const pathname = new URL(response.req.url ?? "/", "http://localhost").pathname;
+    const body: AnthropicErrorBody | OllamaErrorBody | ReturnType<typeof apiErrorBody> = pathname.startsWith("/v1/messages")
+        ? {type: "error", error: {type: anthropicErrorType(error.status), message: error.message}}
+        : pathname.startsWith("/api/") ? {error: error.message} : apiErrorBody(error);
     sendJson(response, error.status, body, error.code === "queue_full" ? {"Retry-After": "1"} : {});
 }
 

@@ -9,6 +9,8 @@ const knownAgents: ReadonlyArray<[RegExp, string]> = [
     [/^(Async)?Anthropic\/Python\b/i, "anthropic-python"],
     [/^claude-cli\//i, "Claude Code"],
     [/^codex_/i, "Codex"],
+    [/^ollama-js\//i, "ollama-js"],
+    [/^ollama-python\//i, "ollama-python"],
     [/\bContinue\b/i, "Continue"],
     [/\bCline\b/i, "Cline"],
     [/\bRoo-?Code\b/i, "Roo Code"],

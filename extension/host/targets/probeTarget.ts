@@ -1,6 +1,6 @@
 /**
- * What answers at a URL: Ollama (`/api/version`), llama.cpp's server (`/props` with its slots, or
- * `llamacpp:` metrics), vLLM (`vllm:` metrics; our own `serve` too). A server that only speaks the
+ * What answers at a URL: llama.cpp's server (`/props` with its slots, or `llamacpp:` metrics), vLLM (`vllm:`
+ * metrics; our own `serve` too, though it also speaks Ollama's API), Ollama (`/api/version`). A server that only speaks the
  * OpenAI API (LM Studio, …) exports nothing to watch: the error says to put the proxy in front.
  */
 import type {TargetKind} from "../../../protocol/targetView.js";
@@ -28,14 +28,15 @@ export async function probeTarget(baseUrl: string, http: TargetGetOptions = {}):
         const failures = [version, props, metrics, models].filter((r) => r instanceof TargetReadError);
         throw failures.find((failure) => failure.kind === "auth") ?? failures[0] ?? new TargetReadError(`${baseUrl}: no answer`, "unreachable");
     }
-    if (isJsonWith(version, (json) => typeof json.version === "string"))
-        return "ollama";
     if (isJsonWith(props, (json) => "total_slots" in json || "default_generation_settings" in json))
         return "llamacpp";
     if (isOk(metrics) && /^llamacpp:/m.test(metrics.text))
         return "llamacpp";
     if (isOk(metrics) && /^vllm:/m.test(metrics.text))
         return "vllm";
+    // Last: servers that export metrics may also speak Ollama's API (our own `serve` does), and their metrics say more.
+    if (isJsonWith(version, (json) => typeof json.version === "string"))
+        return "ollama";
     throw new TargetReadError(`${baseUrl} answers, but neither as Ollama, llama.cpp's server nor vLLM ` +
         `(${isOk(models) ? "it serves /v1/models only: watch its traffic with `inference-monitor proxy --upstream` instead" : "no /api/version, /props or /metrics"})`, "bad");
 }

@@ -9,13 +9,15 @@ export async function copyApiEndpoint(endpoint: ApiEndpoint): Promise<void> {
         return;
     }
     await vscode.env.clipboard.writeText(url);
+    // The same port serves Ollama's API (Copilot Chat's Ollama models, Open WebUI, Continue's "ollama" provider).
+    const ollama = `Ollama clients: ${url.replace(/\/v1$/, "")}`;
     const key = await endpoint.apiKey();
     if (key === undefined) {
-        void vscode.window.showInformationMessage(`Inference Monitor: copied ${url} (OpenAI-compatible API; any API key works).`);
+        void vscode.window.showInformationMessage(`Inference Monitor: copied ${url} (OpenAI-compatible API; any API key works). ${ollama}.`);
         return;
     }
     const action = await vscode.window.showInformationMessage(
-        `Inference Monitor: copied ${url} (OpenAI-compatible API; requests need the API key).`, "Copy API Key");
+        `Inference Monitor: copied ${url} (OpenAI-compatible API; requests need the API key). ${ollama}.`, "Copy API Key");
     if (action === "Copy API Key") {
         await vscode.env.clipboard.writeText(key);
         void vscode.window.showInformationMessage("Inference Monitor: copied the API key.");
