@@ -305,3 +305,60 @@ describe("Anthropic Messages API: odd bodies", () => {
         assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
     });
 });
+
+/** A message of Ollama's chat, mostly well-formed (thinking, tool calls with object arguments, tool results), sometimes not. */
+function oddOllamaMessage(next: () => number): unknown {
+    const messages = [
+        {role: "user", content: "Weather?"},
+        {role: "system", content: "Be brief."},
+        {role: "assistant", content: "Sure.", thinking: "Hm."},
+        {role: "assistant", content: "", tool_calls: [{function: {name: "get_weather", arguments: {a: 1}}}]},
+        {role: "tool", content: "21 C", tool_name: "get_weather"}
+    ];
+    const refused = [{role: "user", content: "x", images: ["aGk="]}, {role: "developer", content: "no"},
+        {role: "assistant", tool_calls: [{function: {name: "bad name", arguments: "{}"}}]}];
+    const draw = next();
+    return draw < 0.9 ? messages[Math.floor(next() * messages.length)] : draw < 0.95 ? refused[Math.floor(next() * refused.length)] : oddValue(next, 2);
+}
+
+describe("Ollama API: odd bodies", () => {
+    const api = apiForSuite(async () => ({mode: "inProcess" as const, contextSize: 4096,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: demoChatTemplates.chatmlTools})}));
+    const fields = ["format", "think", "logprobs", "top_logprobs", "stream", "model", "keep_alive", "system", "raw", "suffix", "template", "context",
+        "tools", "images"];
+    const optionNames = ["temperature", "top_k", "top_p", "min_p", "seed", "num_predict", "stop", "repeat_penalty", "repeat_last_n",
+        "presence_penalty", "frequency_penalty", "num_ctx", "mirostat"];
+
+    test("200 or a 4xx in Ollama's error shape for 150 seeded random bodies; a streamed 200 ends with its done line", async () => {
+        const next = random(20261205);
+        const statuses = new Map<number, number>();
+        const base = api.openai.baseURL.replace(/\/v1$/, "");
+        for (let i = 0; i < 150; i++) {
+            const chat = next() < 0.6;
+            const body: Record<string, unknown> = {model: "local", stream: next() < 0.4,
+                options: {num_predict: 1 + Math.floor(next() * 12), ...next() < 0.5 ? {[optionNames[Math.floor(next() * optionNames.length)]!]: oddValue(next)} : {}},
+                ...chat ? {messages: Array.from({length: 1 + Math.floor(next() * 3)}, () => oddOllamaMessage(next))} : {prompt: next() < 0.9 ? "Once" : oddValue(next)}};
+            if (next() < 0.4)
+                body[fields[Math.floor(next() * fields.length)]!] = oddValue(next);
+            if (chat && next() < 0.3) body.tools = [{type: "function", function: {name: "get_weather", parameters: {type: "object"}}}];
+            const response = await fetch(`${base}/api/${chat ? "chat" : "generate"}`, {method: "POST", headers: {"content-type": "application/json"},
+                body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200) {
+                const error = JSON.parse(text) as Record<string, unknown>;
+                assert.deepEqual(Object.keys(error), ["error"], text);
+                assert.equal(typeof error.error, "string", text);
+                continue;
+            }
+            const lines = text.trimEnd().split("\n").map((line) => JSON.parse(line) as {done: boolean, done_reason?: string});
+            assert.ok(body.stream === true || lines.length === 1, text);
+            assert.ok(lines.slice(0, -1).every((line) => !line.done), text);
+            assert.match(lines.at(-1)!.done_reason ?? "", /^(stop|length|load)$/, `${JSON.stringify(body)}: ${text.slice(-300)}`);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        const after = await fetch(`${base}/api/generate`, {method: "POST", body: JSON.stringify({model: "m", prompt: "Hi", stream: false, options: {num_predict: 2}})});
+        assert.equal((await after.json() as {eval_count: number}).eval_count, 2);
+    });
+});
