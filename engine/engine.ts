@@ -3,8 +3,8 @@ import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
 import {
-    maxTopLogprobs, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine, type RequestErrorCode,
-    type RequestEvent, type StepStats, type TokenLogprob
+    maxTopLogprobs, type EmbedRequest, type EngineInfo, type EngineToHost, type FinishReason, type GenerateRequest, type HostToEngine,
+    type RequestErrorCode, type RequestEvent, type StepStats, type TokenLogprob
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {
@@ -23,6 +23,7 @@ import {extraSampling, invalidSampling, type ExtraSampling} from "./samplingOpti
 import {jsonGrammarStop, ResponseFormatError, ResponseGrammars} from "./responseGrammar.js";
 import {tokenLogprob} from "./tokenLogprobs.js";
 import {WaitingQueue} from "./waitingQueue.js";
+import {EmbeddingRunner} from "./embeddingRunner.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -95,6 +96,8 @@ export class Engine {
     private readonly barrier: StepBarrier;
     private readonly grammars: ResponseGrammars;
     private readonly requests = new Map<string, ActiveRequest>();
+    /** Embed requests, on an embedding context of their own. */
+    private readonly embeddings: EmbeddingRunner;
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
     /** The most tokens one request may hold: its sequence's cells. */
@@ -136,6 +139,12 @@ export class Engine {
             () => ({sequence: loaded.context.getSequence(), request: undefined})
         );
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
+        const {threads, model: {vocabularySize}} = loaded.info;
+        this.embeddings = new EmbeddingRunner(loaded.model, this.sequenceCapacity, threads, vocabularySize, (event) => {
+            if (event.kind === "inputProcessed")
+                this.stats?.counters.add(CounterSlot.promptTokensTotal, event.promptTokens);
+            this.emit(event);
+        });
     }
 
     /** Loads the model and reports `loading` progress, then `ready` (or `loadFailed`, returning undefined). */
@@ -174,6 +183,7 @@ export class Engine {
     handle(message: HostToEngine): void {
         switch (message.type) {
             case "generate": this.admit(message.request); break;
+            case "embed": this.embed(message.request); break;
             case "cancel": this.cancel(message.id); break;
             case "ping": this.sink({type: "pong", seq: message.seq, hostTime: message.hostTime, engineTime: nowMs()}); break;
             case "countTokens": this.countTokens(message.seq, message.text); break;
@@ -254,14 +264,24 @@ export class Engine {
         for (const slot of this.slots)
             if (slot.request !== undefined) slot.request.stop = "cancel";
         this.flush(true);
+        await this.embeddings.dispose();
+        this.flush(true);
         await this.stats?.dispose();
         await this.loaded.context.dispose();
         await this.loaded.model.dispose();
         await this.loaded.llama.dispose();
     }
 
+    private embed(request: EmbedRequest): void {
+        if (this.requests.has(request.id) || this.embeddings.has(request.id)) {
+            this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
+            return;
+        }
+        this.embeddings.submit(request);
+    }
+
     private admit(request: GenerateRequest): void {
-        if (this.requests.has(request.id)) {
+        if (this.requests.has(request.id) || this.embeddings.has(request.id)) {
             this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
             return;
         }
@@ -401,8 +421,10 @@ export class Engine {
 
     private cancel(id: string): void {
         const request = this.requests.get(id);
-        if (request === undefined)
+        if (request === undefined) {
+            this.embeddings.cancel(id);
             return; // already finished, or never arrived: nothing to do
+        }
         if (this.queue.remove(request))
             return this.finish(request, "abort");
         request.stop = "cancel"; // running (or still processing input): stops at its next token
@@ -753,7 +775,8 @@ export class Engine {
         for (const slot of this.slots)
             if (slot.request !== undefined) kvUsed += slot.sequence.nextTokenIndex;
         const step: StepStats = {
-            t, running: this.runningCount, waiting: this.queue.length, stepTokens: this.stepTokens,
+            t, running: this.runningCount + this.embeddings.runningCount, waiting: this.queue.length + this.embeddings.waitingCount,
+            stepTokens: this.stepTokens,
             kvUsedTokens: kvUsed, kvCapacityTokens: this.kvCapacity
         };
         if (this.stepTokens > 0)

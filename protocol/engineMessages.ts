@@ -158,8 +158,22 @@ export const defaultPenaltyLastTokens = 64;
 /** What a chat request's prompt is rendered from. */
 export type ChatPromptInput = Pick<GenerateRequest, "tools" | "continueFinalMessage"> & {messages: ChatMessage[]};
 
+/**
+ * An embedding: the model's pooled hidden state for `text` (tokenized as a prompt is) or for token ids `tokens`, as
+ * the model's pooling gives it (the last token's for a generative model), not normalized. A request like any other —
+ * queued, scheduled, finished with the vector — evaluated on a context of its own, one at a time.
+ */
+export type EmbedRequest = {
+    id: string,
+    text?: string,
+    tokens?: number[],
+    /** Keep the input's first tokens that fit the context, instead of refusing a longer input. Default false. */
+    truncate?: boolean
+};
+
 export type HostToEngine =
     | {type: "generate", request: GenerateRequest}
+    | {type: "embed", request: EmbedRequest}
     | {type: "cancel", id: string}
     | {type: "ping", seq: number, hostTime: number}
     /** How many tokens the model's own tokenizer makes of `text` (VS Code's `provideTokenCount`); answered by `tokenCount`. */
@@ -252,9 +266,10 @@ export type RequestEvent =
      * `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text).
      * `reasoningTokens`: of the generated tokens, those of the reasoning, for a request whose reasoning was separated.
      * `stopString`: the request's stop string that ended it (reason `stop`), when one did.
+     * `embedding`: an embed request's vector (reason `stop`).
      */
     | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode,
-        toolCalls?: GeneratedToolCall[], reasoningTokens?: number, stopString?: string};
+        toolCalls?: GeneratedToolCall[], reasoningTokens?: number, stopString?: string, embedding?: number[]};
 
 /** A tool call as the engine parsed it; the server in front gives it its id. */
 export type GeneratedToolCall = Omit<ToolCall, "id">;
@@ -422,6 +437,25 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     return request;
 }
 
+function parseEmbedRequest(value: unknown): EmbedRequest {
+    const obj = expectObject(value, "embed.request");
+    const what = "embed.request";
+    const request: EmbedRequest = {id: expectString(obj, "id", what, maxIdLength)};
+    const text = optionalString(obj, "text", what, maxCountTokensText);
+    if (text !== undefined) request.text = text;
+    if (obj.tokens !== undefined)
+        request.tokens = expectArray(obj, "tokens", what, maxCountTokensText).map((token, i) => {
+            if (typeof token !== "number" || !Number.isSafeInteger(token))
+                throw new ProtocolError(`${what}.tokens[${i}]: expected an integer`);
+            return token;
+        });
+    if ((request.text === undefined) === (request.tokens === undefined))
+        throw new ProtocolError(`${what}: exactly one of text and tokens`);
+    const truncate = optionalBoolean(obj, "truncate", what);
+    if (truncate !== undefined) request.truncate = truncate;
+    return request;
+}
+
 /**
  * The messages of a frame arriving at the engine, each still to be validated with parseHostToEngine (so
  * one bad message in a batch is refused alone); throws ProtocolError for a malformed batch.
@@ -440,6 +474,7 @@ export function parseHostToEngine(value: unknown): HostToEngine {
     const obj = expectObject(value, "message");
     switch (obj.type) {
         case "generate": return {type: "generate", request: parseGenerateRequest(obj.request)};
+        case "embed": return {type: "embed", request: parseEmbedRequest(obj.request)};
         case "cancel": return {type: "cancel", id: expectString(obj, "id", "cancel", maxIdLength)};
         case "ping": return {type: "ping", seq: expectInteger(obj, "seq", "ping"), hostTime: expectNumber(obj, "hostTime", "ping")};
         case "countTokens": return {type: "countTokens", seq: expectInteger(obj, "seq", "countTokens"),
@@ -521,6 +556,7 @@ function parseRequestEvent(value: unknown): RequestEvent {
             if (reasoningTokens !== undefined) event.reasoningTokens = reasoningTokens;
             const stopString = optionalString(obj, "stopString", what);
             if (stopString !== undefined) event.stopString = stopString;
+            if (obj.embedding !== undefined) event.embedding = expectNumberArray(obj, "embedding", what);
             return event;
         }
         default: return {kind, id, t: expectNumber(obj, "t", what)};

@@ -362,3 +362,37 @@ describe("Ollama API: odd bodies", () => {
         assert.equal((await after.json() as {eval_count: number}).eval_count, 2);
     });
 });
+
+describe("embeddings: odd bodies", () => {
+    const api = apiForSuite({mode: "inProcess", contextSize: 512});
+
+    test("200 or a 4xx in the route's error shape for 120 seeded random bodies (OpenAI's and Ollama's routes)", async () => {
+        const next = random(20261206);
+        const statuses = new Map<number, number>();
+        const base = api.openai.baseURL.replace(/\/v1$/, "");
+        const inputs = (): unknown => {
+            const draw = next();
+            return draw < 0.3 ? "Once upon a time" : draw < 0.5 ? ["a", "bb", "ccc"] : draw < 0.6 ? [1, 2, 3] : draw < 0.7 ? [[1, 2], [3]]
+                : draw < 0.75 ? "word ".repeat(600) : oddValue(next);
+        };
+        for (let i = 0; i < 120; i++) {
+            const path = ["/v1/embeddings", "/api/embed", "/api/embeddings"][Math.floor(next() * 3)]!;
+            const body: Record<string, unknown> = path === "/api/embeddings" ? {model: "m", prompt: next() < 0.8 ? "hello" : oddValue(next)}
+                : {model: "m", input: inputs()};
+            for (const field of ["encoding_format", "dimensions", "truncate", "model", "options", "user"])
+                if (next() < 0.15) body[field] = oddValue(next);
+            const response = await fetch(`${base}${path}`, {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            const json = JSON.parse(text) as Record<string, unknown>;
+            if (response.status !== 200)
+                assert.equal(typeof (path === "/v1/embeddings" ? (json.error as {message: unknown}).message : json.error), "string", text);
+            else if (path === "/v1/embeddings")
+                assert.ok(Array.isArray(json.data) && json.data.length > 0, text.slice(0, 300));
+            else
+                assert.ok(Array.isArray(path === "/api/embed" ? json.embeddings : json.embedding), text.slice(0, 300));
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 10, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+    });
+});

@@ -5,7 +5,7 @@ import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engine
 import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
     parseEngineToHost, parseHostToEngine, type ChatPromptInput, type EngineErrorInfo, type EngineInfo, type EngineToHost,
-    type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats
+    type EmbedRequest, type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
@@ -38,8 +38,14 @@ export type EngineClientOptions = Omit<EngineOptions, "statsChannel"> & {
  */
 export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string, client?: string};
 
+/** What a caller passes to `embed`: as GenerateInput, an embed request without an id unless given, and its client. */
+export type EmbedInput = Omit<EmbedRequest, "id"> & {id?: string, client?: string};
+
 /** Token ids and each one's text. */
 export type Tokenized = {tokens: number[], pieces: string[]};
+
+/** The messages that start a request. */
+type SubmitMessage = Extract<HostToEngine, {type: "generate" | "embed"}>;
 
 /** The client label of requests that do not say who sent them. */
 export const defaultClientLabel = "local";
@@ -185,16 +191,26 @@ export class EngineClient {
     generate(input: GenerateInput): RequestHandle {
         const {client, id: givenId, ...fields} = input;
         const id = givenId ?? randomUUID();
+        return this.submit(id, client, input.priority ?? 0, input.maxTokens, {type: "generate", request: {...fields, id}});
+    }
+
+    /** Sends an embed request; the handle resolves with the vector in the result's `embedding` (no text streams). */
+    embed(input: EmbedInput): RequestHandle {
+        const {client, id: givenId, ...fields} = input;
+        const id = givenId ?? randomUUID();
+        return this.submit(id, client, 0, 0, {type: "embed", request: {...fields, id}});
+    }
+
+    private submit(id: string, client: string | undefined, priority: number, maxTokens: number, message: SubmitMessage): RequestHandle {
         const label = (client ?? defaultClientLabel).slice(0, maxClientLabelLength);
-        const arrivalStep = this.outputs.arrive(id, label, nowMs(), input.priority ?? 0, input.maxTokens);
+        const arrivalStep = this.outputs.arrive(id, label, nowMs(), priority, maxTokens);
         const handle = new RequestHandle(id, (requestId) => this.cancel(requestId));
         this.handles.set(id, handle);
         this.notify((o) => o.onOutputs?.(arrivalStep));
-        const request: GenerateRequest = {...fields, id};
 
         let problem: string | undefined;
         try {
-            parseHostToEngine({type: "generate", request});
+            parseHostToEngine(message);
         } catch (error) {
             problem = `invalid request: ${errorMessage(error)}`;
         }
@@ -204,7 +220,7 @@ export class EngineClient {
             const why = problem;
             queueMicrotask(() => this.finishLocally([id], why));
         } else
-            this.transport!.send({type: "generate", request});
+            this.transport!.send(message);
         return handle;
     }
 

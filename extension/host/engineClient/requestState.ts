@@ -25,7 +25,9 @@ export type RequestResult = RequestLifecycle & {
     /** The model's reasoning, apart from `text`, and how many of the generated tokens it took (a request whose reasoning was separated). */
     reasoning?: {text: string, tokens: number},
     /** The request's stop string that ended it, when one did. */
-    stopString?: string
+    stopString?: string,
+    /** An embed request's vector (as the model pools it, not normalized). */
+    embedding?: number[]
 };
 
 export type FinishInput = {
@@ -47,7 +49,8 @@ const seconds = (later: number, earlier: number): number => (later - earlier) / 
  * its prompt tokens queried, its cached tokens hit). Metrics (vLLM V1's definitions):
  * TTFT = first tokens delivered − arrival; ITL = gaps between token times; at the finish,
  * e2e = finish delivered − arrival, queue = scheduled − queued, prefill = firstToken − scheduled,
- * decode = lastToken − firstToken, inference = lastToken − scheduled, TPOT = decode / (generated − 1).
+ * decode = lastToken − firstToken, inference = lastToken − scheduled, TPOT = decode / (generated − 1); an embedding's
+ * prefill and inference = finish − scheduled (it has no tokens).
  */
 export class RequestState {
     readonly lifecycle: RequestLifecycle;
@@ -59,6 +62,7 @@ export class RequestState {
     private toolCalls: GeneratedToolCall[] | undefined;
     private reasoningTokens: number | undefined;
     private stopString: string | undefined;
+    private embedding: number[] | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
         this.lifecycle = {id, client, phase: "input", priority, maxTokens, arrival, preemptions: [], promptTokens: 0, cachedTokens: 0,
@@ -105,6 +109,7 @@ export class RequestState {
                 this.toolCalls = event.toolCalls;
                 this.reasoningTokens = event.reasoningTokens;
                 this.stopString = event.stopString;
+                this.embedding = event.embedding;
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
                     generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
                     ...(event.errorCode !== undefined ? {errorCode: event.errorCode} : {})}, iteration);
@@ -139,6 +144,12 @@ export class RequestState {
             metrics.inferenceS = seconds(lastToken, scheduled);
         if (metrics.decodeS !== undefined && this.tokenTimes.length > 1)
             metrics.tpotS = metrics.decodeS / (this.tokenTimes.length - 1);
+        if (this.embedding !== undefined && scheduled !== undefined) {
+            // An embedding's evaluation is all prefill; its prompt tokens count when it ends (there is no first token).
+            metrics.prefillS = seconds(end.t, scheduled);
+            metrics.inferenceS = metrics.prefillS;
+            iteration.promptTokens += lifecycle.promptTokens;
+        }
         iteration.finished.push(lifecycle);
     }
 
@@ -152,7 +163,8 @@ export class RequestState {
             ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
             ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
             ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {}),
-            ...(this.stopString !== undefined ? {stopString: this.stopString} : {})};
+            ...(this.stopString !== undefined ? {stopString: this.stopString} : {}),
+            ...(this.embedding !== undefined ? {embedding: this.embedding} : {})};
     }
 
     private tokens(text: string, times: readonly number[], receivedAt: number, iteration: IterationStats): void {

@@ -12,7 +12,8 @@
  *   POST /v1/messages          Anthropic's Messages API (Claude Code; errors in Anthropic's shape, `x-api-key` accepted)
  *   POST /v1/messages/count_tokens  the prompt tokens of such a request
  *   POST /tokenize, /detokenize     token ids of a text or a chat's prompt, and back (llama.cpp's and vLLM's shapes)
- *   POST /api/chat, /api/generate   Ollama's native API (NDJSON streams; errors as `{"error": …}`), with
+ *   POST /v1/embeddings        embeddings (OpenAI's shape; float or base64), one engine request per input
+ *   POST /api/chat, /api/generate   Ollama's native API (NDJSON streams; errors as `{"error": …}`), with /api/embed,
  *   GET  /api/version, /api/tags, /api/ps, POST /api/show   the model as Ollama describes one (Copilot Chat's Ollama models)
  *   GET  /health               200 {"status":"ok"} when ready, 503 while loading or without a model
  *   GET  /metrics              the Prometheus exposition (vLLM names), when `metrics` is given
@@ -46,6 +47,8 @@ import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 import {ollamaApiVersion, parseOllamaChatRequest, parseOllamaGenerateRequest, parseOllamaShowRequest, type OllamaErrorBody} from "../../../protocol/ollamaApi.js";
 import {ollamaRunningEntry, ollamaShow, ollamaTagsEntry} from "../ollama/ollamaModel.js";
 import {serveOllama} from "../ollama/ollamaRoute.js";
+import {parseEmbeddingsRequest, parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingsRequest} from "../../../protocol/embeddingsApi.js";
+import {serveEmbeddings, serveOllamaEmbed, serveOllamaLegacyEmbeddings} from "../embeddings/embeddingsRoute.js";
 
 /** The default port: clear of Ollama (11434), llama.cpp (8080), LM Studio (1234) and vLLM (8000). */
 export const defaultApiPort = 8719;
@@ -284,6 +287,12 @@ export class ApiServer {
             await serveOllama("chat", parseOllamaChatRequest(body), context);
         else if (pathname === "/api/generate")
             await serveOllama("generate", parseOllamaGenerateRequest(body), context);
+        else if (pathname === "/v1/embeddings")
+            await serveEmbeddings(parseEmbeddingsRequest(body), context);
+        else if (pathname === "/api/embed")
+            await serveOllamaEmbed(parseOllamaEmbedRequest(body), context);
+        else if (pathname === "/api/embeddings")
+            await serveOllamaLegacyEmbeddings(parseOllamaLegacyEmbeddingsRequest(body).prompt, context);
         else
             await serveCompletion(parseCompletionRequest(body), context);
     }
@@ -360,11 +369,12 @@ function sendJson(response: http.ServerResponse, status: number, body: unknown, 
 }
 
 /** llama.cpp's server also serves the OpenAI routes without `/v1` (clients configured with the bare address use them). */
-const withoutV1Aliases = new Map([["/chat/completions", "/v1/chat/completions"], ["/completions", "/v1/completions"], ["/models", "/v1/models"]]);
+const withoutV1Aliases = new Map([["/chat/completions", "/v1/chat/completions"], ["/completions", "/v1/completions"], ["/models", "/v1/models"],
+    ["/embeddings", "/v1/embeddings"]]);
 
 /** The routes that send requests to the engine (or count their prompts). */
 const generationPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens",
-    "/api/chat", "/api/generate"]);
+    "/v1/embeddings", "/api/chat", "/api/generate", "/api/embed", "/api/embeddings"]);
 
 /** Ollama's routes that manage its model store: a server of one model file has none to pull, create or delete. */
 const ollamaModelManagement = new Set(["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"]);
