@@ -33,13 +33,14 @@ export const makeModelCommandLine = {
         "chat-template": {type: "string", placeholder: "NAME|FILE",
             description: `store a Jinja chat template (tokenizer.chat_template): ${Object.keys(demoChatTemplates).join(" | ")} (built in), or a file`},
         "context-length": {type: "string", placeholder: "N",
-            description: `the context length it declares, a power of two from 256 to 131072 (default: ${defaultDemoContextLength}; same weights)`}
+            description: `the context length it declares, a power of two from 256 to 131072 (default: ${defaultDemoContextLength}; same weights)`},
+        "fim": {type: "boolean", description: "add fill-in-the-middle tokens (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>): a completion's suffix works"}
     },
     details: ["Sizes:", ...Object.values(demoModelSizes).map((info) => `    ${info.description}`)].join("\n")
 } satisfies CommandLine<CliOptions>;
 
 type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: DemoModelDtype, chatTemplate: string | undefined,
-    contextLength: number};
+    contextLength: number, fillInMiddle: boolean};
 
 function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.options>): MakeModelOptions {
     const contextLength = integerValue("context-length", values["context-length"], defaultDemoContextLength, 256, 131072);
@@ -51,7 +52,8 @@ function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.o
         seed: integerValue("seed", values.seed, 0, 0),
         dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
         chatTemplate: values["chat-template"],
-        contextLength
+        contextLength,
+        fillInMiddle: values.fim === true
     };
 }
 
@@ -61,7 +63,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const commandLine = readCommandLine(makeModelCommandLine, args, io, makeModelOptionsFrom);
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
-    const {size, seed, dtype, contextLength} = commandLine.options;
+    const {size, seed, dtype, contextLength, fillInMiddle} = commandLine.options;
     const chatTemplate = await readChatTemplate(commandLine.options.chatTemplate);
     if (typeof chatTemplate === "object") {
         stderr(`make-model: cannot read the chat template ${commandLine.options.chatTemplate}: ${chatTemplate.error}\n`);
@@ -71,7 +73,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     const file = path.resolve(commandLine.options.out);
     const started = performance.now();
     try {
-        await writeDemoModel(file, {size, seed, dtype, chatTemplate, contextLength});
+        await writeDemoModel(file, {size, seed, dtype, chatTemplate, contextLength, fillInMiddle});
     } catch (error) {
         stderr(`make-model: failed to write ${file}: ${errorMessage(error)}\n`);
         return 1;
@@ -81,7 +83,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     stdout([
         `Wrote ${file}`,
         `  model:      demo ${size}, seed ${seed}, ${dtype}${chatTemplate === undefined ? "" : `, chat template ${commandLine.options.chatTemplate}`}` +
-            (contextLength === defaultDemoContextLength ? "" : `, context ${contextLength}`),
+            (contextLength === defaultDemoContextLength ? "" : `, context ${contextLength}`) + (fillInMiddle ? ", fill-in-the-middle tokens" : ""),
         `  parameters: ${demoModelSizes[size].parameterCount.toLocaleString("en-US")}`,
         `  file size:  ${bytes.toLocaleString("en-US")} bytes (${formatBytes(bytes)})`,
         `  took:       ${formatDuration(tookMs)}`,

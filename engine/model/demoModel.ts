@@ -324,8 +324,16 @@ export interface DemoModelOptions {
      * prompts longer than the default 4096 tokens (an agent's instructions and tools). Only metadata: the weights
      * are the same. A power of two from 256 to 131072.
      */
-    readonly contextLength?: number
+    readonly contextLength?: number,
+    /**
+     * Fill-in-the-middle tokens (`<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`, as Qwen2.5-Coder's; named in
+     * `tokenizer.ggml.fim_*_token_id`), so a completion's `suffix` works as on a code model. Default false.
+     */
+    readonly fillInMiddle?: boolean
 }
+
+/** A fill-in-the-middle model's tokens, in the order prefix, suffix, middle. */
+export const demoFimTokens = ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"] as const;
 
 type ResolvedOptions = Required<Omit<DemoModelOptions, "chatTemplate">> & {chatTemplate: string | undefined};
 
@@ -347,14 +355,15 @@ function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
     const powerOfTwo = (contextLength & (contextLength - 1)) === 0;
     if (!Number.isSafeInteger(contextLength) || contextLength < 256 || contextLength > 131072 || !powerOfTwo)
         throw new RangeError(`Demo model context length must be a power of two from 256 to 131072, got ${contextLength}`);
-    return {size, seed, dtype, chatTemplate: opts.chatTemplate, textOnly: opts.textOnly ?? false, contextLength};
+    return {size, seed, dtype, chatTemplate: opts.chatTemplate, textOnly: opts.textOnly ?? false, contextLength,
+        fillInMiddle: opts.fillInMiddle ?? false};
 }
 
 /** Metadata and tensor sources of a demo model (exposed so tests can write deliberately broken variants). */
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
-    const {size, seed, dtype, chatTemplate, textOnly, contextLength} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate, textOnly, contextLength, fillInMiddle} = resolveOptions(opts);
     const shape = {...demoModelSizes[size].shape, contextLength};
-    const added = demoAddedTokens(chatTemplate);
+    const added = [...demoAddedTokens(chatTemplate), ...fillInMiddle ? demoFimTokens : []];
     const vocabulary = added.length === 0 ? baseVocabulary : buildDemoVocabulary(added);
     const headDim = shape.embeddingLength / shape.headCount;
     const u32 = (value: number) => ({type: "uint32", value}) as const;
@@ -382,7 +391,9 @@ export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpe
         {key: "tokenizer.ggml.eos_token_id", value: u32(vocabulary.eosId)},
         {key: "tokenizer.ggml.add_bos_token", value: {type: "bool", value: true}},
         {key: "tokenizer.ggml.add_eos_token", value: {type: "bool", value: false}},
-        ...chatTemplate === undefined ? [] : [{key: "tokenizer.chat_template", value: {type: "string", value: chatTemplate}} as const]
+        ...chatTemplate === undefined ? [] : [{key: "tokenizer.chat_template", value: {type: "string", value: chatTemplate}} as const],
+        ...!fillInMiddle ? [] : (["pre", "suf", "mid"] as const).map((part, i) =>
+            ({key: `tokenizer.ggml.fim_${part}_token_id`, value: u32(vocabulary.tokens.indexOf(demoFimTokens[i]!))}))
     ];
 
     const encoding = dtypeEncodings[dtype];
@@ -504,10 +515,11 @@ export function defaultDemoModelCacheDir(): string {
 
 /** Cache file name; encodes everything that determines the bytes. */
 export function demoModelFileName(opts: DemoModelOptions = {}): string {
-    const {size, seed, dtype, chatTemplate, textOnly, contextLength} = resolveOptions(opts);
+    const {size, seed, dtype, chatTemplate, textOnly, contextLength, fillInMiddle} = resolveOptions(opts);
     const template = chatTemplate === undefined ? "" : `-chat${fnv1a(chatTemplate).toString(16).padStart(8, "0")}`;
     const context = contextLength === defaultDemoContextLength ? "" : `-ctx${contextLength}`;
-    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}${context}-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
+    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}${context}${fillInMiddle ? "-fim" : ""}` +
+        `-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 
 const inFlight = new Map<string, Promise<string>>();

@@ -12,6 +12,7 @@ import {
     buildDemoVocabulary,
     defaultDemoModelCacheDir,
     demoChatTemplates,
+    demoFimTokens,
     demoModelGgufSpec,
     demoModelFileName,
     demoModelFileSize,
@@ -592,6 +593,24 @@ describe("make-model: quantized types, chat templates, unwritable paths", () => 
         }
         await fs.rm(file);
         await fs.rm(reference);
+    });
+
+    test("--fim: fill-in-the-middle tokens node-llama-cpp finds, its own cache file; the other models unchanged", async () => {
+        const file = path.join(tmpDir, "cli-fim.gguf");
+        const result = await runCli(["make-model", "--out", file, "--size", "tiny", "--fim"]);
+        assert.equal(result.code, 0, result.stderr);
+        assert.match(result.stdout, /fill-in-the-middle tokens/);
+        assert.notEqual(demoModelFileName({size: "tiny", fillInMiddle: true}), demoModelFileName({size: "tiny"}));
+        assert.equal(demoModelFileSize({size: "tiny", fillInMiddle: false}), demoModelFileSize({size: "tiny"}));
+        const model = await (await getSharedLlama()).loadModel({modelPath: file});
+        try {
+            const {prefix, suffix, middle} = model.tokens.infill;
+            assert.deepEqual([prefix, suffix, middle].map((token) => token === null ? null : model.detokenize([token], true)), [...demoFimTokens]);
+            assert.deepEqual(model.tokenize("<|fim_middle|>", true), [middle]);
+        } finally {
+            await model.dispose();
+        }
+        await fs.rm(file);
     });
 
     for (const [out, reason] of [["/proc/foo.gguf", /cannot create a file in \/proc: ENOENT/], ["/proc/im-test/foo.gguf", /cannot create directory \/proc\/im-test: ENOENT/]] as const) {
