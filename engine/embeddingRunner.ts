@@ -57,7 +57,8 @@ export class EmbeddingRunner {
         let tokens: Token[];
         let context: EmbeddingContext;
         try {
-            tokens = request.tokens !== undefined ? request.tokens as Token[] : this.model.tokenize(request.text ?? "", false);
+            // Special tokens' text read as those tokens, as llama.cpp's server reads an input.
+            tokens = request.tokens !== undefined ? request.tokens as Token[] : this.model.tokenize(request.text ?? "", true);
             context = await this.contextReady();
         } catch (error) {
             return fail(`could not process input: ${errorMessage(error)}`, "engine_error");

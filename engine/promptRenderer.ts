@@ -29,7 +29,7 @@ export class PromptInputError extends Error {
 /**
  * Input processing: turns a request's prompt or chat messages into prompt tokens. Chat messages go
  * through node-llama-cpp's chat wrapper for the model (its Jinja template when the GGUF has one).
- * A prompt with a suffix becomes a fill-in-the-middle prompt: FIM_PRE prompt FIM_SUF suffix FIM_MID.
+ * A prompt with a suffix becomes a fill-in-the-middle prompt: [BOS] FIM_PRE prompt FIM_SUF suffix FIM_MID.
  * Offered tools are rendered as the template renders them (or, when it has no place for them, as
  * node-llama-cpp documents functions in the system prompt).
  */
@@ -38,12 +38,12 @@ export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "
     if (request.prompt !== undefined && request.suffix !== undefined)
         return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)
-        return model.tokenize(request.prompt, false);
+        return textPrompt(model, request.prompt);
     const messages = request.messages ?? [];
     // Continuing the final assistant message: it stays open (node-llama-cpp renders a history's last model response so).
     const continues = request.continueFinalMessage === true && messages.at(-1)?.role === "assistant";
     if (!hasChatTemplate(model))
-        return model.tokenize(plainChatText(messages, continues), false);
+        return textPrompt(model, plainChatText(messages, continues));
     return renderWithChatWrapper(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
 }
 
@@ -55,11 +55,25 @@ export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "
  */
 export type AnswerStart = "open" | "closed";
 
+/** BOS, for a vocabulary whose texts begin with it (llama.cpp's `add_bos_token`); else nothing. */
+function beginning(model: LlamaModel): Token[] {
+    return model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos] : [];
+}
+
+/**
+ * A text prompt as llama.cpp's server and vLLM tokenize a completion's: BOS where the vocabulary asks for it, and
+ * special tokens' text read as those tokens (a prompt written in the model's own chat or FIM markup works).
+ */
+function textPrompt(model: LlamaModel, text: string): Token[] {
+    return [...beginning(model), ...model.tokenize(text, true)];
+}
+
 function fillInTheMiddle(model: LlamaModel, prefix: string, suffix: string): Token[] {
     const {prefix: pre, suffix: suf, middle: mid} = model.tokens.infill;
     if (pre === null || suf === null || mid === null)
         throw new PromptInputError("this model has no fill-in-the-middle tokens (FIM prefix, suffix and middle), so `suffix` cannot be used");
-    return [pre, ...model.tokenize(prefix, false), suf, ...model.tokenize(suffix, false), mid];
+    // CodeLlama's `<s><PRE> …`: BOS first where the vocabulary asks for it, as llama.cpp's server does.
+    return [...beginning(model), pre, ...model.tokenize(prefix, false), suf, ...model.tokenize(suffix, false), mid];
 }
 
 let chatWrapperModule: NodeLlamaCpp | undefined;

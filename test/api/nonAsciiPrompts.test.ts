@@ -24,7 +24,8 @@ describe("non-ASCII prompts through the OpenAI-compatible endpoint", () => {
     test("/v1/completions: prompt_tokens = the tokenizer's count, text without U+FFFD, streamed and not", async () => {
         for (const prompt of prompts) {
             const completion = await api.openai.completions.create({model: "m", prompt, max_tokens: 6, seed: 1, ...ignoreEos});
-            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(prompt), prompt);
+            // The tokenizer's count and the BOS the demo vocabulary begins a text with (as llama.cpp's server counts it).
+            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(prompt) + 1, prompt);
             assert.equal(completion.usage!.completion_tokens, 6);
             assert.ok(!completion.choices[0]!.text.includes("\uFFFD"), completion.choices[0]!.text);
 
@@ -46,7 +47,7 @@ describe("non-ASCII prompts through the OpenAI-compatible endpoint", () => {
             const messages = [{role: "system" as const, content: "Réponds brièvement 🙂"}, {role: "user" as const, content}];
             const rendered = `system: ${messages[0].content}\nuser: ${content}\nassistant:`; // the documented fallback (no chat template)
             const completion = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 5, seed: 2, ...ignoreEos});
-            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(rendered), content);
+            assert.equal(completion.usage!.prompt_tokens, await api.client.countTokens(rendered) + 1, content);
             const reply = completion.choices[0]!.message.content ?? "";
             assert.ok(!reply.includes("\uFFFD"), reply);
 

@@ -284,7 +284,7 @@ describe("OpenAI-compatible endpoint", () => {
         assert.equal(fim.status, 400);
         assert.equal(errorOf(fim).param, "suffix");
         assert.match(errorOf(fim).message, /fill-in-the-middle/);
-        const notFound = await raw(server.port, "GET", "/v1/embeddings");
+        const notFound = await raw(server.port, "GET", "/v1/audio/speech");
         assert.equal(notFound.status, 404);
         assert.equal(errorOf(notFound).code, "not_found");
         const wrongMethod = await raw(server.port, "GET", "/v1/chat/completions");

@@ -59,7 +59,8 @@ describe("lockstep (engine)", () => {
     test("requests arriving while the first one's prompt evaluates go in whole, and its second token waits for them", async () => {
         const engine = await EngineUnderTest.start({parallel: 4, prefixCache: false});
         try {
-            const first = engine.send({prompt: sentence.repeat(25).trim(), maxTokens, ignoreEos: true, temperature: 0});
+            // Its prompt (961 tokens with BOS) and output fit the 1024-token sequence.
+            const first = engine.send({prompt: sentence.repeat(24).trim(), maxTokens, ignoreEos: true, temperature: 0});
             // Its prompt is now queued and dispatched to llama.cpp; the others arrive while it evaluates.
             await new Promise((resolve) => setImmediate(resolve));
             await new Promise((resolve) => setImmediate(resolve));

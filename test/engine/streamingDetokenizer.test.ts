@@ -100,16 +100,17 @@ describe("non-ASCII prompts through the engine", () => {
         await llama.dispose();
     });
 
-    test("prompt tokens are the tokenizer's count; generation runs; no U+FFFD", async () => {
+    test("prompt tokens are the tokenizer's count and BOS; generation runs; no U+FFFD", async () => {
         for (const prompt of samples) {
             const {text, finished} = await engine.generate({prompt, maxTokens: 8, ignoreEos: true});
             assert.equal(finished.reason, "length", prompt);
             assert.equal(finished.generatedTokens, 8);
-            assert.equal(finished.promptTokens, model.tokenize(prompt, false).length, prompt);
+            // The tokenizer's count, and the BOS this vocabulary begins a text with.
+            assert.equal(finished.promptTokens, model.tokenize(prompt, false).length + 1, prompt);
             assert.ok(!text.includes("\uFFFD"), JSON.stringify(text));
         }
         const chat = await engine.generate({messages: [{role: "user", content: samples[2]!}], maxTokens: 4, ignoreEos: true});
         assert.equal(chat.finished.reason, "length");
-        assert.equal(chat.finished.promptTokens, model.tokenize(`user: ${samples[2]}\nassistant:`, false).length);
+        assert.equal(chat.finished.promptTokens, model.tokenize(`user: ${samples[2]}\nassistant:`, false).length + 1);
     });
 });
