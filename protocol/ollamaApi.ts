@@ -244,8 +244,7 @@ export function parseOllamaGenerateRequest(value: unknown): OllamaRequest {
     const raw = optionalBooleanField(body, "raw") ?? false;
     const request: OllamaRequest = {...common(body), loadOnly: prompt === "" && suffix === ""};
     if (suffix !== "") {
-        if (raw)
-            fail("raw", "cannot be used with suffix");
+        // Fill in the middle, raw or not (the FIM tokens frame prompt and suffix either way).
         request.prompt = prompt;
         request.suffix = suffix;
     } else if (raw)

@@ -9,6 +9,9 @@ import {stat} from "node:fs/promises";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import type {OllamaModelDetails, OllamaModelEntry, OllamaShowResponse} from "../../../protocol/ollamaApi.js";
 
+/** A FIM model's prompt for `/api/generate` in Ollama's template language (a description: the engine renders it). */
+const fimTemplate = "{{ if .Suffix }}(FIM prefix token){{ .Prompt }}(FIM suffix token){{ .Suffix }}(FIM middle token){{ else }}{{ .Prompt }}{{ end }}";
+
 /** Ollama's name for the model: `id:latest`. */
 export function ollamaModelName(modelId: string): string {
     return `${modelId}:latest`;
@@ -49,17 +52,23 @@ export async function ollamaRunningEntry(info: EngineInfo, modelId: string): Pro
 }
 
 /**
- * `/api/show`: `model_info` carries the GGUF keys clients read — the architecture, and the context a request may
- * fill as `<architecture>.context_length` (the engine's per-sequence context, not the larger one the model was
- * trained for); `capabilities` what requests may use: completion, tools (a chat template), insert (FIM tokens),
- * thinking (a reasoning segment in the template).
+ * `/api/show`: `parameters` gives `num_ctx` (the context a request may fill); `template`, for a model with FIM tokens,
+ * says in Ollama's template language that a suffix is filled in the middle (Continue enables its FIM autocomplete on
+ * `.Suffix` in it; chat prompts are rendered with the model's own Jinja template, not shown). `model_info` carries
+ * the GGUF keys clients read — the architecture, and the context a request may fill as `<architecture>.context_length`
+ * (the engine's per-sequence context, not the larger one the model was trained for); `capabilities` what requests may
+ * use: completion, tools (a chat template), insert (FIM tokens), thinking (a reasoning segment in the template).
  */
 export async function ollamaShow(info: EngineInfo): Promise<OllamaShowResponse> {
     const {model} = info;
     const capabilities = ["completion", ...model.toolCalling === true ? ["tools"] : [], ...model.fillInMiddle === true ? ["insert"] : [],
         ...model.reasoning === true ? ["thinking"] : []];
     return {
-        license: "", modelfile: `# served by inference-monitor\nFROM ${model.path}\n`, parameters: "", template: "", details: details(info),
+        license: "", modelfile: `# served by inference-monitor\nFROM ${model.path}\n`,
+        // What Continue reads: the context a request may fill, and whether the template takes a suffix (its FIM test).
+        parameters: `num_ctx ${info.contextSize}`,
+        template: model.fillInMiddle === true ? fimTemplate : "",
+        details: details(info),
         model_info: {
             "general.architecture": model.architecture, "general.basename": model.name, "general.parameter_count": model.parameterCount,
             [`${model.architecture}.context_length`]: info.contextSize
