@@ -44,7 +44,11 @@ export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "
     const continues = request.continueFinalMessage === true && messages.at(-1)?.role === "assistant";
     if (!hasChatTemplate(model))
         return textPrompt(model, plainChatText(messages, continues));
-    return renderWithChatWrapper(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
+    // A template that does not write BOS itself still gets it where the vocabulary asks for it, as llama.cpp's server
+    // does (an SPM model fine-tuned on ChatML, such as OpenHermes-Mistral): node-llama-cpp adds it only when the template does.
+    const tokens = renderWithChatWrapper(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
+    const bos = beginning(model);
+    return bos.length > 0 && tokens[0] !== bos[0] ? [...bos, ...tokens] : tokens;
 }
 
 /**

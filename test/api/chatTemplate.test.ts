@@ -62,9 +62,19 @@ describe("chat templates", () => {
         const tokens = renderPrompt(model, {messages});
         // node-llama-cpp tokenizes the template's text pieces one by one, and this SentencePiece-style
         // vocabulary adds its dummy-prefix space to each piece, hence " \n" where the template has "\n".
-        const text = model.detokenize(tokens).replaceAll(" \n", "\n");
+        // BOS first: the template does not write it, the vocabulary asks for it (llama.cpp's server adds it so too).
+        assert.equal(tokens[0], model.tokens.bos);
+        const text = model.detokenize(tokens.slice(1)).replaceAll(" \n", "\n");
         assert.equal(text, "[SYSTEM] Be brief.\n[USER] Hi there\n[ASSISTANT] Hello\n[USER] Tell a story\n[ASSISTANT] ");
         assert.equal(await apiPromptTokens(templatedPath), tokens.length);
+    });
+
+    test("a template that writes BOS itself gets it once", async () => {
+        const model = await load(await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, chatTemplate: `{{ bos_token }}${template}`}));
+        const tokens = renderPrompt(model, {messages});
+        assert.equal(tokens[0], model.tokens.bos);
+        assert.notEqual(tokens[1], model.tokens.bos);
+        assert.equal(tokens.filter((token) => token === model.tokens.bos).length, 1);
     });
 
     test("the chat wrapper is resolved once per model (node-llama-cpp resolves it by rendering sample chats), not per request", async () => {
