@@ -116,3 +116,22 @@ export type EmbeddingsResponse = {
 export type OllamaEmbedResponse = {
     model: string, embeddings: number[][], total_duration: number, load_duration: number, prompt_eval_count: number
 };
+
+/**
+ * The prompt tokens an embeddings answer reports, for the monitoring proxy: OpenAI's `usage.prompt_tokens`, Ollama's
+ * `prompt_eval_count` (`/api/embed`); undefined for a body that is not an embeddings answer (or Ollama's legacy one,
+ * which has no count: `{}`).
+ */
+export function embeddingsUsage(value: unknown): {promptTokens?: number} | undefined {
+    if (!isObject(value))
+        return undefined;
+    if (value.object === "list" && Array.isArray(value.data) && value.data.every((item) => isObject(item) && item.object === "embedding")) {
+        const usage = value.usage;
+        return isObject(usage) && typeof usage.prompt_tokens === "number" ? {promptTokens: usage.prompt_tokens} : {};
+    }
+    if (Array.isArray(value.embeddings))
+        return typeof value.prompt_eval_count === "number" ? {promptTokens: value.prompt_eval_count} : {};
+    if (Array.isArray(value.embedding))
+        return {};
+    return undefined;
+}

@@ -7,7 +7,11 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {Ollama} from "ollama";
+import OpenAI from "openai";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
+import {MonitoringProxy} from "../../extension/host/proxy/monitoringProxy.js";
+import {ProxyStats} from "../../extension/host/proxy/proxyStats.js";
+import {StatsManager} from "../../extension/host/stats/statsManager.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import {buildLlamaServer, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
@@ -137,5 +141,22 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.equal(embeddings.data.length, 8);
         const alias = await fetch(`${api.openai.baseURL.replace(/\/v1$/, "")}/embeddings`, {method: "POST", body: JSON.stringify({input: "hi"})});
         assert.equal(alias.status, 200);
+    });
+
+    test("the monitoring proxy in front of it counts embeddings requests and their prompt tokens (OpenAI's and Ollama's)", async () => {
+        const manager = new StatsManager({tickIntervalMs: 0});
+        manager.onEngineState("ready");
+        const proxy = await MonitoringProxy.listen({upstream: api.openai.baseURL.replace(/\/v1$/, ""), stats: new ProxyStats(manager)});
+        try {
+            const viaProxy = new OpenAI({baseURL: `${proxy.url}/v1`, apiKey: "none", maxRetries: 0});
+            const openai = await viaProxy.embeddings.create({model: "m", input: texts});
+            const ollama = await new Ollama({host: proxy.url}).embed({model: "m", input: texts[0]!});
+            const counters = manager.counters();
+            assert.equal(counters.requests.completed, 2);
+            assert.equal(counters.promptTokens, openai.usage.prompt_tokens + ollama.prompt_eval_count);
+            assert.equal(counters.generationTokens, 0);
+        } finally {
+            await proxy.close();
+        }
     });
 });

@@ -5,7 +5,8 @@
  * backend gets the per-request lifecycle the panel shows for our own engine.
  *
  *   /v1/*, /api/*   forwarded to the upstream (same method, path, query, headers but the hop-by-hop ones)
- *   measured: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /api/generate, /api/chat
+ *   measured: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /api/generate, /api/chat, and
+ *             embeddings: /v1/embeddings, /api/embed, /api/embeddings (their prompt tokens; no output tokens)
  *
  * The client disconnecting aborts the upstream request (recorded `abort`); an upstream that cannot be
  * reached gives a 502 in OpenAI's error shape (recorded `error`). Host and Origin are checked like our
@@ -35,7 +36,8 @@ export type MonitoringProxyOptions = {
     onUpstream?: (reachable: boolean, error?: string) => void
 };
 
-const measuredPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/api/generate", "/api/chat"]);
+const measuredPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/api/generate", "/api/chat",
+    "/v1/embeddings", "/api/embed", "/api/embeddings"]);
 /** Resends over a fresh connection when a kept-alive one was closed under us: at most this often, bodies up to this size. */
 const maxAttempts = 8;
 const maxReplayBytes = 8 << 20;

@@ -9,6 +9,7 @@ import {parseStreamChunk} from "../../../protocol/openaiApi.js";
 import {responseObjectContent, responsesEventContent} from "../../../protocol/openaiResponseObjects.js";
 import {anthropicTraffic, type AnthropicTraffic} from "../../../protocol/anthropicMessageObjects.js";
 import {isObject} from "../../../protocol/validation.js";
+import {embeddingsUsage} from "../../../protocol/embeddingsApi.js";
 
 export type TapEnd = {
     /** The server's finish reason, as it wrote it (`stop`, `length`, …). */
@@ -167,6 +168,13 @@ class JsonTap implements ResponseTap {
         try {
             value = JSON.parse(Buffer.concat(this.chunks).toString("utf8"));
         } catch {
+            return state;
+        }
+        const embedded = embeddingsUsage(value);
+        if (embedded !== undefined) {
+            state.finishReason = "stop";
+            state.promptTokens = embedded.promptTokens;
+            state.completionTokens = 0;
             return state;
         }
         const anthropic = isObject(value) && value.type === "message" ? anthropicTraffic(value) : undefined;
