@@ -9,7 +9,7 @@
  * grammar), tool calling (`tools`, `tool_choice`, … in openaiTools.ts), and reasoning models' fields
  * (`reasoning_format`, `chat_template_kwargs.enable_thinking`, `reasoning_content`: openaiReasoning.ts). Fields this server does not
  * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
- * honour (n > 1, echo) are refused with a 400 naming them.
+ * honour (echo) are refused with a 400 naming them.
  */
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
@@ -34,8 +34,13 @@ export type SamplingParams = EngineSampling & {
     stop: string[],
     ignoreEos: boolean,
     /** The `model` field as sent (informational: this server serves one model). */
-    model?: string
+    model?: string,
+    /** Choices to generate (OpenAI's `n`): one engine request each, for the same prompt. */
+    n: number
 };
+
+/** OpenAI's bound on `n`. */
+export const maxChoices = 128;
 
 /** `continueFinalMessage`: vLLM's `continue_final_message`, the answer continues the final assistant message. */
 export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {
@@ -70,27 +75,27 @@ export type CompletionLogprobs = {
 
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
-    choices: [{index: 0, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
+    choices: Array<{index: number, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
         finish_reason: ApiFinishReason,
-        logprobs: ChatLogprobs | null}],
+        logprobs: ChatLogprobs | null}>,
     usage: Usage
 };
 export type ChatCompletionChunk = {
     id: string, object: "chat.completion.chunk", created: number, model: string,
     choices: Array<{
-        index: 0, delta: {role?: "assistant", content?: string, reasoning_content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
+        index: number, delta: {role?: "assistant", content?: string, reasoning_content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
         finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
     }>,
     usage?: Usage | null
 };
 export type Completion = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: [{index: 0, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null}],
+    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null}>,
     usage: Usage
 };
 export type CompletionChunk = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: Array<{index: 0, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null}>,
+    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null}>,
     usage?: Usage | null
 };
 export type ModelList = {
@@ -116,9 +121,7 @@ function parseStop(value: unknown): string[] {
 }
 
 function parseSampling(body: JsonObject, kind: "chat" | "completions"): SamplingParams {
-    const n = optionalNumberField(body, "n", 1, 128, true);
-    if (n !== undefined && n !== 1)
-        fail("n", `only n = 1 is supported, got ${n}`);
+    const n = optionalNumberField(body, "n", 1, maxChoices, true) ?? 1;
     const logprobs = parseLogprobs(body, kind);
     const streamOptions = body.stream_options;
     if (streamOptions !== undefined && streamOptions !== null && !isObject(streamOptions))
@@ -140,7 +143,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
     if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
         fail("model", "expected a string");
-    const params: SamplingParams = {stream, includeUsage, stop: parseStop(body.stop), ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
+    const params: SamplingParams = {stream, includeUsage, stop: parseStop(body.stop), ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false, n};
     if (maxTokens !== undefined) params.maxTokens = maxTokens;
     if (temperature !== undefined) params.temperature = temperature;
     if (topP !== undefined) params.topP = topP;

@@ -258,7 +258,8 @@ describe("OpenAI-compatible endpoint", () => {
         assert.equal(errorOf(malformed).type, "invalid_request_error");
         for (const [body, param] of [
             [{messages: [{role: "user", content: "hi"}], temperature: "hot"}, "temperature"],
-            [{messages: [{role: "user", content: "hi"}], n: 2}, "n"],
+            [{messages: [{role: "user", content: "hi"}], n: 0}, "n"],
+            [{messages: [{role: "user", content: "hi"}], n: 129}, "n"],
             [{messages: [{role: "wizard", content: "hi"}]}, "messages[0].role"],
             [{messages: [{role: "user", content: [{type: "image_url", image_url: {url: "x"}}]}]}, "messages[0].content[0]"],
             [{messages: []}, "messages"],

@@ -65,6 +65,36 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         assert.ok((await complete({...pair, frequency_penalty: 2, repeat_last_n: -1})).text !== "");
     });
 
+    test("n choices: one request each, choice i sampled with seed + i; whole and streamed alike; usage counts the prompt once", async () => {
+        const messages = [{role: "user" as const, content: "Tell me a story"}];
+        const body = {model: "m", messages, max_tokens: 8, temperature: 1, seed: 40};
+        const many = await api.openai.chat.completions.create({...body, n: 3});
+        assert.deepEqual(many.choices.map((choice) => choice.index), [0, 1, 2]);
+        const singles = await Promise.all([40, 41, 42].map((seed) => api.openai.chat.completions.create({...body, seed})));
+        assert.deepEqual(many.choices.map((choice) => choice.message.content), singles.map((single) => single.choices[0]!.message.content));
+        assert.ok(new Set(many.choices.map((choice) => choice.message.content)).size > 1, "different seeds, different answers");
+        assert.equal(many.usage?.prompt_tokens, singles[0]!.usage?.prompt_tokens);
+        assert.equal(many.usage?.completion_tokens, singles.reduce((sum, single) => sum + single.usage!.completion_tokens, 0));
+        // Streamed: chunks of the choices interleave, each with its index; put together, the same answers.
+        const texts = ["", "", ""];
+        const finished = new Set<number>();
+        let usage: OpenAI.CompletionUsage | undefined;
+        for await (const chunk of await api.openai.chat.completions.create({...body, n: 3, stream: true, stream_options: {include_usage: true}})) {
+            for (const choice of chunk.choices) {
+                texts[choice.index] += choice.delta.content ?? "";
+                if (choice.finish_reason !== null) finished.add(choice.index);
+            }
+            usage = chunk.usage ?? usage;
+        }
+        assert.deepEqual(texts, many.choices.map((choice) => choice.message.content));
+        assert.deepEqual([...finished].sort(), [0, 1, 2]);
+        assert.equal(usage?.completion_tokens, many.usage?.completion_tokens);
+        const completions = await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 6, temperature: 1, seed: 7, n: 2});
+        const second = await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 6, temperature: 1, seed: 8});
+        assert.equal(completions.choices[1]!.text, second.choices[0]!.text);
+        assert.deepEqual(completions.choices.map((choice) => choice.index), [0, 1]);
+    });
+
     test("logprobs: one entry per generated token, alternatives most likely first, streamed or not, chat and completions", async () => {
         const messages = [{role: "user" as const, content: "Tell me a story"}];
         const chat = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3,

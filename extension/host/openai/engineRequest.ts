@@ -33,27 +33,43 @@ export type RefusalFields = {responseFormat: string, maxTokens: string, suffix?:
  */
 export async function runEngineRequest(context: GenerationContext, input: GenerationSource, params: GenerationParams,
                                        fields: RefusalFields, answer: (handle: RequestHandle) => Promise<void>): Promise<void> {
+    await runEngineRequests(context, input, [params], fields, ([handle]) => answer(handle!));
+}
+
+/**
+ * As runEngineRequest, for several requests on the same input (OpenAI's `n` choices), one per `params`: all are sent
+ * at once; one refused refuses them all (the others are cancelled); a client that goes away cancels them all.
+ */
+export async function runEngineRequests(context: GenerationContext, input: GenerationSource, params: readonly GenerationParams[],
+                                        fields: RefusalFields, answer: (handles: RequestHandle[]) => Promise<void>): Promise<void> {
     const {client, info, response} = context;
     // Refused here only when requests already wait, so this one would wait behind them. Whether a request
     // arriving at an empty queue must wait depends on the sequences, which only the engine knows: its own
     // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
     if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
         throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
-    checkLogitBias(params.logitBias, info.model.vocabularySize);
-    const handle = client.generate(generationInput(input, params, info, context.clientLabel));
+    for (const each of params)
+        checkLogitBias(each.logitBias, info.model.vocabularySize);
+    const handles = params.map((each) => client.generate(generationInput(input, each, info, context.clientLabel)));
+    const cancelAll = (): void => {
+        for (const handle of handles) handle.cancel();
+    };
     const onClose = (): void => {
         if (!response.writableFinished)
-            handle.cancel();
+            cancelAll();
     };
     response.on("close", onClose);
     try {
-        if (!await handle.queued) {
-            const result = await handle.done;
+        const queued = await Promise.all(handles.map((handle) => handle.queued));
+        const refused = queued.indexOf(false);
+        if (refused >= 0) {
+            cancelAll();
+            const result = await handles[refused]!.done;
             if (result.reason === "abort" && response.destroyed)
                 return;
             throw refusal(result, client, fields);
         }
-        await answer(handle);
+        await answer(handles);
     } finally {
         response.off("close", onClose);
     }

@@ -13,10 +13,11 @@ import type {
 import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
 import type {TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {EngineClient} from "../engineClient/engineClient.js";
+import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
-import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "./engineRequest.js";
+import {type GenerationContext, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 
@@ -45,16 +46,19 @@ async function serveGeneration(kind: Kind, params: SamplingParams, input: Genera
                                context: GenerationContext): Promise<void> {
     const {client, response} = context;
     const fields = fieldsOf(kind, input.suffix !== undefined);
-    await runEngineRequest(context, input, params, fields, async (handle) => {
+    // `n` choices: one request each; with a seed, choice i samples with seed + i (the same seed would give n equal answers).
+    const choices = Array.from({length: params.n}, (_, i) =>
+        params.seed === undefined || i === 0 ? params : {...params, seed: params.seed + i});
+    await runEngineRequests(context, input, choices, fields, async (handles) => {
         const ids: ResponseIds = {
-            id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handle.id.replaceAll("-", "")}`,
+            id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handles[0]!.id.replaceAll("-", "")}`,
             created: Math.floor(Date.now() / 1000),
             model: context.modelId
         };
         if (params.stream)
-            await stream(kind, ids, params.includeUsage, handle, response);
+            await stream(kind, ids, params.includeUsage, handles, response);
         else
-            await respondWhole(kind, ids, await handle.done, client, fields, response);
+            await respondWhole(kind, ids, await Promise.all(handles.map((handle) => handle.done)), client, fields, response);
     });
 }
 
@@ -64,11 +68,15 @@ type ResponseIds = {id: string, created: number, model: string};
  * OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`)
  * and, for an answer whose reasoning was separated, the reasoning's tokens.
  */
-function usageOf(result: RequestResult): Usage {
-    const {promptTokens, cachedTokens, generatedTokens, reasoning} = result;
+function usageOf(results: readonly RequestResult[]): Usage {
+    // n choices: the prompt counted once (as OpenAI counts it), the completions' tokens summed.
+    const {promptTokens, cachedTokens} = results[0]!;
+    const generatedTokens = results.reduce((sum, result) => sum + result.generatedTokens, 0);
+    const reasoned = results.filter((result) => result.reasoning !== undefined);
     return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens,
         prompt_tokens_details: {cached_tokens: cachedTokens},
-        ...reasoning !== undefined ? {completion_tokens_details: {reasoning_tokens: reasoning.tokens}} : {}};
+        ...reasoned.length > 0
+            ? {completion_tokens_details: {reasoning_tokens: reasoned.reduce((sum, result) => sum + result.reasoning!.tokens, 0)}} : {}};
 }
 
 function finishReason(result: RequestResult): ApiFinishReason {
@@ -83,12 +91,7 @@ function toolCallsOf(result: RequestResult): ApiToolCall[] | undefined {
         function: {name: call.name, arguments: call.arguments}}));
 }
 
-async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult, client: EngineClient, fields: RefusalFields,
-                            response: http.ServerResponse): Promise<void> {
-    if (result.reason === "abort" && response.destroyed)
-        return;
-    if (result.reason === "error" || result.reason === "abort")
-        throw refusal(result, client, fields);
+function chatChoice(result: RequestResult, index: number): ChatCompletion["choices"][number] {
     const logprobs = result.logprobs;
     const toolCalls = toolCallsOf(result);
     // With tool calls and no text, `content` is null, as OpenAI answers.
@@ -96,13 +99,21 @@ async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult,
     const message: ChatCompletion["choices"][0]["message"] = toolCalls !== undefined
         ? {role: "assistant", content: result.text === "" ? null : result.text, ...reasoning, tool_calls: toolCalls}
         : {role: "assistant", content: result.text, ...reasoning};
+    return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
+}
+
+async function respondWhole(kind: Kind, ids: ResponseIds, results: readonly RequestResult[], client: EngineClient, fields: RefusalFields,
+                            response: http.ServerResponse): Promise<void> {
+    if (results.some((result) => result.reason === "abort") && response.destroyed)
+        return;
+    const failed = results.find((result) => result.reason === "error" || result.reason === "abort");
+    if (failed !== undefined)
+        throw refusal(failed, client, fields);
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", usage: usageOf(result),
-            choices: [{index: 0, message, finish_reason: finishReason(result),
-                logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null}]}
-        : {...ids, object: "text_completion", usage: usageOf(result),
-            choices: [{index: 0, text: result.text, finish_reason: finishReason(result),
-                logprobs: logprobs !== undefined ? completionLogprobs(logprobs) : null}]};
+        ? {...ids, object: "chat.completion", usage: usageOf(results), choices: results.map(chatChoice)}
+        : {...ids, object: "text_completion", usage: usageOf(results),
+            choices: results.map((result, index) => ({index, text: result.text, finish_reason: finishReason(result),
+                logprobs: result.logprobs !== undefined ? completionLogprobs(result.logprobs) : null}))};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
     response.end(text);
@@ -110,25 +121,26 @@ async function respondWhole(kind: Kind, ids: ResponseIds, result: RequestResult,
 }
 
 /** `logprobs`: the chunk's tokens' log-probabilities, with `offset` (completions) their first one's place in the text. */
-function chunk(kind: Kind, ids: ResponseIds, text: string | undefined, reason: ApiFinishReason | null,
+function chunk(kind: Kind, ids: ResponseIds, index: number, text: string | undefined, reason: ApiFinishReason | null,
                role = false, logprobs?: {entries: readonly TokenLogprob[], offset: number}): ChatCompletionChunk | CompletionChunk {
     if (kind === "chat") {
         type Delta = ChatCompletionChunk["choices"][number]["delta"];
         const delta: Delta = role ? {role: "assistant", content: ""} : text === undefined ? {} : {content: text};
         return {...ids, object: "chat.completion.chunk",
-            choices: [{index: 0, delta, finish_reason: reason, logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
+            choices: [{index, delta, finish_reason: reason, logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
     }
-    return {...ids, object: "text_completion", choices: [{index: 0, text: text ?? "", finish_reason: reason,
+    return {...ids, object: "text_completion", choices: [{index, text: text ?? "", finish_reason: reason,
         logprobs: logprobs !== undefined ? completionLogprobs(logprobs.entries, logprobs.offset) : null}]};
 }
 
-function reasoningChunk(ids: ResponseIds, reasoning: string, logprobs: {entries: readonly TokenLogprob[]} | undefined
+function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logprobs: {entries: readonly TokenLogprob[]} | undefined
 ): ChatCompletionChunk {
-    return {...ids, object: "chat.completion.chunk", choices: [{index: 0, delta: {reasoning_content: reasoning}, finish_reason: null,
+    return {...ids, object: "chat.completion.chunk", choices: [{index, delta: {reasoning_content: reasoning}, finish_reason: null,
         logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
 }
 
-async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handle: ReturnType<EngineClient["generate"]>,
+/** Streams `n` choices (one handle each), their chunks interleaved as they come, each marked with its choice's index. */
+async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handles: readonly RequestHandle[],
                       response: http.ServerResponse): Promise<void> {
     response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
     response.flushHeaders();
@@ -136,36 +148,41 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         if (!response.destroyed)
             response.write(`data: ${JSON.stringify(data)}\n\n`);
     };
-    if (kind === "chat")
-        send(chunk(kind, ids, undefined, null, true));
-    let offset = 0;
-    for await (const piece of handle) {
-        // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
-        const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
-        // Reasoning streams as llama.cpp's server streams it: `reasoning_content` deltas, before the content that follows it.
-        if (kind === "chat" && piece.reasoning !== undefined && piece.reasoning !== "")
-            send(reasoningChunk(ids, piece.reasoning, piece.text === "" ? logprobs : undefined));
-        if (piece.text !== "" || (logprobs !== undefined && (piece.reasoning ?? "") === ""))
-            send(chunk(kind, ids, piece.text, null, false, logprobs));
-        for (const entry of piece.logprobs ?? [])
-            offset += entry.token.length;
-    }
-    const result = await handle.done;
-    if (response.destroyed)
-        return;
-    if (result.reason === "error" || result.reason === "abort") {
-        const message = result.error ?? "the request was cancelled";
-        const code = result.reason === "abort" ? "cancelled" : "engine_error";
-        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
-    } else {
+    const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
+        if (kind === "chat")
+            send(chunk(kind, ids, index, undefined, null, true));
+        let offset = 0;
+        for await (const piece of handle) {
+            // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
+            const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
+            // Reasoning streams as llama.cpp's server streams it: `reasoning_content` deltas, before the content that follows it.
+            if (kind === "chat" && piece.reasoning !== undefined && piece.reasoning !== "")
+                send(reasoningChunk(ids, index, piece.reasoning, piece.text === "" ? logprobs : undefined));
+            if (piece.text !== "" || (logprobs !== undefined && (piece.reasoning ?? "") === ""))
+                send(chunk(kind, ids, index, piece.text, null, false, logprobs));
+            for (const entry of piece.logprobs ?? [])
+                offset += entry.token.length;
+        }
+        const result = await handle.done;
+        if (response.destroyed || result.reason === "error" || result.reason === "abort")
+            return result;
         // Tool calls arrive whole, after the text: the engine knows a call only once it has ended.
         const toolCalls = toolCallsOf(result);
         if (kind === "chat" && toolCalls !== undefined)
-            send({...ids, object: "chat.completion.chunk", choices: [{index: 0, finish_reason: null, logprobs: null,
-                delta: {tool_calls: toolCalls.map((call, index) => ({index, ...call}))}}]} satisfies ChatCompletionChunk);
-        send(chunk(kind, ids, kind === "chat" ? undefined : "", finishReason(result)));
-        if (includeUsage)
-            send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(result)});
-    }
+            send({...ids, object: "chat.completion.chunk", choices: [{index, finish_reason: null, logprobs: null,
+                delta: {tool_calls: toolCalls.map((call, callIndex) => ({index: callIndex, ...call}))}}]} satisfies ChatCompletionChunk);
+        send(chunk(kind, ids, index, kind === "chat" ? undefined : "", finishReason(result)));
+        return result;
+    };
+    const results = await Promise.all(handles.map(choice));
+    if (response.destroyed)
+        return;
+    const failed = results.find((result) => result.reason === "error" || result.reason === "abort");
+    if (failed !== undefined) {
+        const message = failed.error ?? "the request was cancelled";
+        const code = failed.reason === "abort" ? "cancelled" : "engine_error";
+        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
+    } else if (includeUsage)
+        send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results)});
     response.end("data: [DONE]\n\n");
 }
