@@ -17,7 +17,7 @@ const shownOf = (view: StatsSnapshotView): Shown => ({
  * period's rate instead, dimmed (a whole item can only be dimmed, in the theme's disabled colour):
  * `$(pulse) last active 312.0 tok/s · 0 running`, its times in the tooltip; stalled and crashed in the theme's
  * warning/error colours. Clicking opens the stats panel. Subscribes to StatsManager deltas at 2 Hz
- * only while an engine exists. The tooltip names the OpenAI-compatible endpoint while it serves.
+ * only while an engine exists. The tooltip names the OpenAI and Ollama endpoints while they serve.
  * While the panel shows watched servers ("Show Stats For…"), it shows those: `$(server) … · llama.cpp`.
  */
 export class EngineStatusBar implements vscode.Disposable {
@@ -116,7 +116,7 @@ export class EngineStatusBar implements vscode.Disposable {
         const apiUrl = this.endpoint?.baseUrl;
         this.item.tooltip = `Inference Monitor: ${model ?? "no model"} — ${state}. Click to open the stats panel.` +
             (idleAfterWork ? `\n${describePeriod(lastActive)}` : "") +
-            (apiUrl !== undefined ? `\nOpenAI API: ${apiUrl}` : "");
+            (apiUrl !== undefined ? `\nOpenAI API: ${apiUrl}\nOllama API: ${apiUrl.replace(/\/v1$/, "")}` : "");
         this.item.show();
     }
 }

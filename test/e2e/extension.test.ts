@@ -170,6 +170,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             // The status bar item's tooltip names the endpoint.
             await page.locator(".statusbar-item", {hasText: /tok\/s · \d+ running/}).first().hover();
             await page.locator(".workbench-hover, .monaco-hover", {hasText: `OpenAI API: ${apiBase()}`}).first().waitFor({state: "visible", timeout: 10_000});
+            await page.locator(".workbench-hover, .monaco-hover", {hasText: `Ollama API: ${apiBase().replace(/\/v1$/, "")}`}).first()
+                .waitFor({state: "visible", timeout: 10_000});
             await page.mouse.move(150, 500);
         });
     });
