@@ -8,6 +8,7 @@ import {nowMs} from "../common/clock.js";
 import {errorMessage} from "../common/errorMessage.js";
 import type {EmbedRequest, RequestErrorCode, RequestEvent} from "../protocol/engineMessages.js";
 import type {LlamaModel, Token} from "./llamaTypes.js";
+import {outOfVocabulary} from "./vocabularyCheck.js";
 
 type EmbeddingContext = Awaited<ReturnType<LlamaModel["createEmbeddingContext"]>>;
 /** `evaluated`: the input's tokens with those node-llama-cpp adds (the request's prompt tokens). */
@@ -63,9 +64,9 @@ export class EmbeddingRunner {
         } catch (error) {
             return fail(`could not process input: ${errorMessage(error)}`, "engine_error");
         }
-        const bad = tokens.find((token) => token < 0 || (this.vocabularySize !== undefined && token >= this.vocabularySize));
-        if (bad !== undefined)
-            return fail(`token ${bad} is not in the model's vocabulary of ${this.vocabularySize} tokens`, "invalid_request");
+        const refused = outOfVocabulary(tokens, this.vocabularySize);
+        if (refused !== undefined)
+            return fail(refused, "invalid_request");
         if (tokens.length === 0)
             return fail("the input is empty", "invalid_request");
         // What is evaluated: with the beginning / end tokens node-llama-cpp adds where the vocabulary asks for them.
@@ -83,11 +84,16 @@ export class EmbeddingRunner {
         void this.next();
     }
 
+    /** The embedding context, created at the first call; one that failed to be created is tried again next time. */
     private contextReady(): Promise<EmbeddingContext> {
-        this.context ??= this.model.createEmbeddingContext({contextSize: this.contextSize, threads: this.threads});
-        this.context.catch(() => {
-            this.context = undefined;
-        });
+        if (this.context === undefined) {
+            const created = this.model.createEmbeddingContext({contextSize: this.contextSize, threads: this.threads});
+            this.context = created;
+            created.catch(() => {
+                if (this.context === created)
+                    this.context = undefined;
+            });
+        }
         return this.context;
     }
 

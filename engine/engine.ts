@@ -24,6 +24,7 @@ import {jsonGrammarStop, ResponseFormatError, ResponseGrammars} from "./response
 import {tokenLogprob} from "./tokenLogprobs.js";
 import {WaitingQueue} from "./waitingQueue.js";
 import {EmbeddingRunner} from "./embeddingRunner.js";
+import {outOfVocabulary} from "./vocabularyCheck.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -228,10 +229,9 @@ export class Engine {
 
     /** Text of token ids; an id outside the vocabulary is refused here (llama.cpp would abort the process on it). */
     private detokenize(seq: number, tokens: number[]): void {
-        const vocabulary = this.loaded.info.model.vocabularySize;
-        const bad = tokens.find((token) => token < 0 || (vocabulary !== undefined && token >= vocabulary));
-        if (bad !== undefined)
-            return this.sink({type: "detokenized", seq, text: "", error: `token ${bad} is not in the model's vocabulary of ${vocabulary} tokens`});
+        const refused = outOfVocabulary(tokens, this.loaded.info.model.vocabularySize);
+        if (refused !== undefined)
+            return this.sink({type: "detokenized", seq, text: "", error: refused});
         try {
             this.sink({type: "detokenized", seq, text: this.loaded.model.detokenize(tokens as Token[], true, this.pieceContext())});
         } catch (error) {
@@ -272,19 +272,22 @@ export class Engine {
         await this.loaded.llama.dispose();
     }
 
+    /** A request id already in use (by a generation or an embedding) is rejected: true. */
+    private rejectedAsDuplicate(id: string): boolean {
+        if (!this.requests.has(id) && !this.embeddings.has(id))
+            return false;
+        this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(id)}`});
+        return true;
+    }
+
     private embed(request: EmbedRequest): void {
-        if (this.requests.has(request.id) || this.embeddings.has(request.id)) {
-            this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
-            return;
-        }
-        this.embeddings.submit(request);
+        if (!this.rejectedAsDuplicate(request.id))
+            this.embeddings.submit(request);
     }
 
     private admit(request: GenerateRequest): void {
-        if (this.requests.has(request.id) || this.embeddings.has(request.id)) {
-            this.sink({type: "rejected", reason: `duplicate request id ${JSON.stringify(request.id)}`});
+        if (this.rejectedAsDuplicate(request.id))
             return;
-        }
         const active: ActiveRequest = {
             id: request.id,
             priority: request.priority ?? 0,

@@ -12,7 +12,7 @@ import {ApiRequestError} from "../../../protocol/openaiFields.js";
 import type {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
-import type {GenerationContext} from "../openai/engineRequest.js";
+import {checkQueue, refusal, type GenerationContext} from "../openai/engineRequest.js";
 
 type Embedded = {vectors: number[][], promptTokens: number};
 
@@ -22,26 +22,16 @@ export function normalized(vector: readonly number[]): number[] {
     return norm > 0 ? vector.map((value) => value / norm) : [...vector];
 }
 
-/** The error for an input the engine refused or failed. */
-function refusal(result: RequestResult, index: number, client: EngineClient): ApiRequestError {
-    const message = `input[${index}]: ${result.error ?? `the request ended with ${result.reason}`}`;
-    if (result.errorCode === "invalid_request")
-        return new ApiRequestError(message, "input", 400);
-    if (result.errorCode === "context_length_exceeded")
-        return new ApiRequestError(message, "input", 400, "invalid_request_error", "context_length_exceeded");
-    if (result.errorCode === "queue_full")
-        return new ApiRequestError(message, null, 503, "server_error", "queue_full");
-    if (client.state !== "ready")
-        return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
-    return new ApiRequestError(message, null, 500, "server_error", "engine_error");
+/** An input the engine refused or failed, as the generating routes answer it, naming the input. */
+function inputRefusal(result: RequestResult, index: number, client: EngineClient): ApiRequestError {
+    const error = `input[${index}]: ${result.error ?? `the request ended with ${result.reason}`}`;
+    return refusal({...result, error}, client, {responseFormat: "input", maxTokens: "input", input: "input"});
 }
 
 /** Runs every input; resolves with the raw vectors in order, or throws the first refusal. Undefined: the client left. */
 async function embedAll(request: EmbeddingsRequest, context: GenerationContext): Promise<Embedded | undefined> {
     const {client, response} = context;
-    if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
-        throw new ApiRequestError(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`,
-            null, 503, "server_error", "queue_full");
+    checkQueue(context);
     const handles: RequestHandle[] = request.inputs.map((input) =>
         client.embed({...input, ...request.truncate ? {truncate: true} : {}, client: context.clientLabel}));
     const onClose = (): void => {
@@ -56,7 +46,7 @@ async function embedAll(request: EmbeddingsRequest, context: GenerationContext):
         const failed = results.findIndex((result) => result.embedding === undefined);
         if (failed >= 0) {
             for (const handle of handles) handle.cancel();
-            throw refusal(results[failed]!, failed, client);
+            throw inputRefusal(results[failed]!, failed, client);
         }
         return {vectors: results.map((result) => result.embedding!),
             promptTokens: results.reduce((sum, result) => sum + result.promptTokens, 0)};

@@ -23,8 +23,11 @@ export type GenerationContext = {
     response: http.ServerResponse
 };
 
-/** The route's names for the fields an engine refusal may be about. */
-export type RefusalFields = {responseFormat: string, maxTokens: string, suffix?: string};
+/**
+ * The route's names for the fields an engine refusal may be about; `input`: the field any other invalid request is
+ * about (embeddings: their input), where the route has one.
+ */
+export type RefusalFields = {responseFormat: string, maxTokens: string, suffix?: string, input?: string};
 
 /**
  * Sends the request and waits until the engine has queued it (so a refused request still gets its status line),
@@ -43,11 +46,7 @@ export async function runEngineRequest(context: GenerationContext, input: Genera
 export async function runEngineRequests(context: GenerationContext, input: GenerationSource, params: readonly GenerationParams[],
                                         fields: RefusalFields, answer: (handles: RequestHandle[]) => Promise<void>): Promise<void> {
     const {client, info, response} = context;
-    // Refused here only when requests already wait, so this one would wait behind them. Whether a request
-    // arriving at an empty queue must wait depends on the sequences, which only the engine knows: its own
-    // cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
-    if (client.waitingCount > 0 && client.waitingCount >= context.maxWaiting)
-        throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${context.maxWaiting}); retry shortly`);
+    checkQueue(context);
     for (const each of params)
         checkLogitBias(each.logitBias, info.model.vocabularySize);
     const handles = params.map((each) => client.generate(generationInput(input, each, info, context.clientLabel)));
@@ -75,6 +74,16 @@ export async function runEngineRequests(context: GenerationContext, input: Gener
     }
 }
 
+/**
+ * Back-pressure before a request is sent: refused (503) only when requests already wait, so this one would wait
+ * behind them. Whether a request arriving at an empty queue must wait depends on the sequences, which only the engine
+ * knows: its own cap (`serve` sets it to the same number) refuses that case, so `--max-waiting 0` means "never wait".
+ */
+export function checkQueue({client, maxWaiting}: GenerationContext): void {
+    if (client.waitingCount > 0 && client.waitingCount >= maxWaiting)
+        throw queueFull(`the server is busy: ${client.waitingCount} requests are waiting (at most ${maxWaiting}); retry shortly`);
+}
+
 /** 503 `queue_full`: the server answers it with `Retry-After` (apiServer.ts). */
 function queueFull(message: string): ApiRequestError {
     return new ApiRequestError(message, null, 503, "server_error", "queue_full");
@@ -86,9 +95,9 @@ export function refusal(result: RequestResult, client: EngineClient, fields: Ref
     if (result.errorCode === "invalid_request")
         return new ApiRequestError(message, message.startsWith("responseFormat:") ? fields.responseFormat
             : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
-                : fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : null, 400);
+                : fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : fields.input ?? null, 400);
     if (result.errorCode === "context_length_exceeded")
-        return new ApiRequestError(message, fields.maxTokens, 400, "invalid_request_error", "context_length_exceeded");
+        return new ApiRequestError(message, fields.input ?? fields.maxTokens, 400, "invalid_request_error", "context_length_exceeded");
     // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
     if (result.errorCode === "queue_full")
         return queueFull(message);
