@@ -25,6 +25,7 @@ import {tokenLogprob} from "./tokenLogprobs.js";
 import {WaitingQueue} from "./waitingQueue.js";
 import {EmbeddingRunner} from "./embeddingRunner.js";
 import {outOfVocabulary} from "./vocabularyCheck.js";
+import {tokenizerInfo} from "./tokenizerInfo.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -75,6 +76,10 @@ type ActiveRequest = {
     reasoningTokens: number,
     /** Alternatives to report per token (GenerateRequest.logprobs); undefined: no log-probabilities. */
     logprobs: number | undefined,
+    /** Alternatives per prompt token when the prompt is scored (GenerateRequest.promptLogprobs); undefined: not scored. */
+    promptLogprobs: number | undefined,
+    /** Whether the scored prompt's log-probabilities went out (a preempted request resumes without scoring it again). */
+    promptScored: boolean,
     /** Text, token times and log-probabilities produced since the last flush. */
     pendingText: string,
     pendingReasoning: string,
@@ -190,6 +195,7 @@ export class Engine {
             case "countTokens": this.countTokens(message.seq, message.text); break;
             case "tokenize": this.tokenize(message); break;
             case "detokenize": this.detokenize(message.seq, message.tokens); break;
+            case "tokenizerInfo": this.sink({type: "tokenizerInfo", seq: message.seq, info: tokenizerInfo(this.loaded.model)}); break;
             case "shutdown": void this.dispose(); break;
         }
     }
@@ -207,11 +213,12 @@ export class Engine {
      * Token ids (and with `pieces` each one's text): of `text`, or of the prompt a chat request would evaluate (as a
      * request without a grammar renders it: opened into the reasoning where the template opens it).
      */
-    private tokenize({seq, text, chat, specialTokens, pieces}: Extract<HostToEngine, {type: "tokenize"}>): void {
+    private tokenize({seq, text, chat, specialTokens, pieces, asPrompt}: Extract<HostToEngine, {type: "tokenize"}>): void {
         const model = this.loaded.model;
         try {
             const opens = reasoningSyntaxFor(model)?.opensOnAnswerStart === true;
-            const tokens = chat !== undefined ? renderPrompt(model, chat, opens ? "open" : undefined) : model.tokenize(text ?? "", specialTokens);
+            const tokens = chat !== undefined ? renderPrompt(model, chat, opens ? "open" : undefined)
+                : asPrompt === true ? renderPrompt(model, {prompt: text ?? ""}) : model.tokenize(text ?? "", specialTokens);
             const context = pieces ? this.pieceContext() : [];
             this.sink({type: "tokenized", seq, tokens, pieces: pieces ? tokens.map((token) => model.detokenize([token], true, context)) : []});
         } catch (error) {
@@ -313,6 +320,8 @@ export class Engine {
             answerStart: undefined,
             reasoningTokens: 0,
             logprobs: request.logprobs,
+            promptLogprobs: request.promptLogprobs,
+            promptScored: false,
             pendingText: "",
             pendingReasoning: "",
             pendingTimes: [],
@@ -322,6 +331,7 @@ export class Engine {
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
         const invalid = invalidParameter(request, this.allowDebugRequests) ??
+            outOfVocabulary(request.promptTokens ?? [], this.loaded.info.model.vocabularySize) ??
             invalidSampling(request, this.loaded.info.model.vocabularySize) ?? invalidTools(request);
         if (invalid !== undefined)
             return this.finish(active, "error", invalid, "invalid_request");
@@ -408,7 +418,9 @@ export class Engine {
         if (active.promptTokens.length === 0)
             return this.finish(active, "error", "the prompt is empty after tokenization", "invalid_request");
         if (request.clampMaxTokens === true)
-            active.maxTokens = Math.max(1, Math.min(active.maxTokens, this.sequenceCapacity - active.promptTokens.length));
+            // At least one token, unless none was asked for (a prompt only scored).
+            active.maxTokens = Math.max(Math.min(1, active.maxTokens),
+                Math.min(active.maxTokens, this.sequenceCapacity - active.promptTokens.length));
         // Each sequence has its own cells, so a request that fits one never waits for the others' room.
         const needs = active.promptTokens.length + active.maxTokens;
         if (needs > this.sequenceCapacity)
@@ -500,8 +512,9 @@ export class Engine {
     private start(request: ActiveRequest, slot: Slot, shared: number): void {
         slot.request = request;
         request.slot = slot;
-        // At least the last input token is evaluated again: its logits give the first new token.
-        request.cachedTokens = Math.min(shared, inputTokens(request).length - 1);
+        // At least the last input token is evaluated again: its logits give the first new token. A prompt to score is
+        // evaluated from its start: each token's distribution is read on the way.
+        request.cachedTokens = scoresPrompt(request) ? 0 : Math.min(shared, inputTokens(request).length - 1);
         if (this.runningCount === 1)
             this.stats?.counters.restartStepClock(Date.now());
         this.updateQueueCounters();
@@ -533,7 +546,8 @@ export class Engine {
             // on, instead of the first one decoding alone while the others' prompts ride its steps; its
             // second token waits for their prompts instead. Decided before any await: the erase below
             // may wait for the batch in flight.
-            const whole = this.decoding === 0 &&
+            const scoring = scoresPrompt(request);
+            const whole = !scoring && this.decoding === 0 &&
                 (this.barrier.memberCount === 0 || input.length - next <= this.loaded.context.batchSize);
             if (whole)
                 member = this.barrier.join(order);
@@ -545,26 +559,44 @@ export class Engine {
                 // each in the same batch as their decodes, so they keep generating instead of waiting for
                 // the whole prompt; the rest goes with their next decodes, and it joins the steps then.
                 this.prefilling++;
+                const scores: TokenLogprob[] = [];
                 try {
-                    while (request.stop === undefined && this.barrier.memberCount > 0 && input.length - next > this.prefillChunk()) {
+                    // A prompt to score goes in pieces up to its last token whether or not others decode: each piece's
+                    // tokens are evaluated with their next-token distributions read.
+                    while (request.stop === undefined &&
+                        (scoring ? next < input.length - 1 : this.barrier.memberCount > 0 && input.length - next > this.prefillChunk())) {
                         await this.barrier.nextStep(order);
                         // The share may have grown meanwhile (another prefill ended); the last token always
                         // stays for `evaluate`, whose logits give the first new token.
-                        const size = Math.min(this.prefillChunk(), input.length - next - 1);
+                        const share = scoring && this.barrier.memberCount === 0 ? this.loaded.context.batchSize : this.prefillChunk();
+                        const size = Math.min(share, input.length - next - 1);
                         if (request.stop !== undefined || size <= 0)
                             break;
                         const part = input.slice(next, next + size);
                         this.barrier.submittedChunk(part.length);
-                        await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
+                        if (scoring)
+                            scores.push(...await this.scorePart(slot, input, next, size, request.promptLogprobs ?? 0));
+                        else
+                            await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
                         this.stepTokens += part.length;
                         next += part.length;
                     }
                 } finally {
                     this.prefilling--;
                 }
-                await this.barrier.nextStep(order);
-                if (request.stop === undefined)
-                    member = this.barrier.join(order);
+                if (scoring && request.stop === undefined) {
+                    request.promptScored = true;
+                    this.emit({kind: "promptLogprobs", id: request.id, t: nowMs(),
+                        first: this.loaded.model.detokenize(input.slice(0, 1), true), logprobs: scores});
+                    // Only scoring asked for: the last prompt token's distribution would be the first new token's.
+                    if (request.maxTokens === 0)
+                        reason = "length";
+                }
+                if (reason === undefined) {
+                    await this.barrier.nextStep(order);
+                    if (request.stop === undefined)
+                        member = this.barrier.join(order);
+                }
             }
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
@@ -642,6 +674,18 @@ export class Engine {
             this.queue.push(request);
         }
         this.schedule();
+    }
+
+    /**
+     * Evaluates `size` input tokens from `from` and reads the model's distribution after each: the log-probability
+     * of the token that follows it in the input (so `from + 1` … `from + size`), with `top` alternatives.
+     */
+    private async scorePart(slot: Slot, input: readonly Token[], from: number, size: number, top: number): Promise<TokenLogprob[]> {
+        const items = input.slice(from, from + size).map((token): [Token, {generateNext: {probabilities: true}}] =>
+            [token, {generateNext: {probabilities: true}}]);
+        const results = await slot.sequence.controlledEvaluate(items);
+        return results.map((result, i) =>
+            tokenLogprob(this.loaded.model, input[from + i + 1]!, result?.next.probabilities, top, this.pieceContext(), true));
     }
 
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
@@ -827,6 +871,11 @@ export class Engine {
     }
 }
 
+/** Whether the request's prompt is still to be scored (GenerateRequest.promptLogprobs). */
+function scoresPrompt(request: ActiveRequest): boolean {
+    return request.promptLogprobs !== undefined && !request.promptScored;
+}
+
 /** What a request evaluates: its prompt, plus what it had generated when it resumes after a preemption. */
 function inputTokens(request: ActiveRequest): Token[] {
     return request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
@@ -836,8 +885,8 @@ function inputTokens(request: ActiveRequest): Token[] {
 function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean): string | undefined {
     if (request.debugBlockMs !== undefined && !allowDebugRequests)
         return "debugBlockMs is a test-only field and this engine does not allow debug requests";
-    if (request.maxTokens <= 0)
-        return `maxTokens must be > 0, got ${request.maxTokens}`;
+    if (request.maxTokens < 0 || (request.maxTokens === 0 && request.promptLogprobs === undefined))
+        return `maxTokens must be > 0 (0 only with promptLogprobs), got ${request.maxTokens}`;
     if (request.temperature !== undefined && request.temperature < 0)
         return `temperature must be ≥ 0, got ${request.temperature}`;
     if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
@@ -845,6 +894,9 @@ function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean)
     const logprobs = request.logprobs;
     if (logprobs !== undefined && !(Number.isInteger(logprobs) && logprobs >= 0 && logprobs <= maxTopLogprobs))
         return `logprobs must be an integer from 0 to ${maxTopLogprobs}, got ${request.logprobs}`;
+    const promptLogprobs = request.promptLogprobs;
+    if (promptLogprobs !== undefined && !(Number.isInteger(promptLogprobs) && promptLogprobs >= 0 && promptLogprobs <= maxTopLogprobs))
+        return `promptLogprobs must be an integer from 0 to ${maxTopLogprobs}, got ${promptLogprobs}`;
     return undefined;
 }
 

@@ -4,10 +4,15 @@ import {ChatHistoryError, chatHistoryOf} from "./chatHistory.js";
 import {toolCallSyntaxOf, type ToolCallSyntax} from "./tools/toolCallSyntax.js";
 import {reasoningSyntaxOf, type ReasoningSyntax, type WrapperThoughtSettings} from "./reasoning/reasoningSyntax.js";
 
+/** The model's GGUF chat template (`tokenizer.chat_template`), when it has one. */
+export function chatTemplateOf(model: LlamaModel): string | undefined {
+    const template = (model.fileInfo.metadata.tokenizer as {chat_template?: unknown} | undefined)?.chat_template;
+    return typeof template === "string" ? template : undefined;
+}
+
 /** Whether the model's GGUF carries a chat template; models without one get plain role-prefixed text (and cannot be offered tools). */
 export function hasChatTemplate(model: LlamaModel): boolean {
-    const tokenizerMetadata = model.fileInfo.metadata.tokenizer as {chat_template?: unknown} | undefined;
-    return typeof tokenizerMetadata?.chat_template === "string";
+    return chatTemplateOf(model) !== undefined;
 }
 
 /** `continueFinal`: the last (assistant) message stays open, its answer continues it. */
@@ -33,8 +38,11 @@ export class PromptInputError extends Error {
  * Offered tools are rendered as the template renders them (or, when it has no place for them, as
  * node-llama-cpp documents functions in the system prompt).
  */
-export function renderPrompt(model: LlamaModel, request: Pick<GenerateRequest, "prompt" | "messages" | "suffix" | "tools" | "continueFinalMessage">,
+export function renderPrompt(model: LlamaModel,
+                             request: Pick<GenerateRequest, "prompt" | "promptTokens" | "messages" | "suffix" | "tools" | "continueFinalMessage">,
                              answerStart?: AnswerStart): Token[] {
+    if (request.promptTokens !== undefined)
+        return [...request.promptTokens] as Token[];
     if (request.prompt !== undefined && request.suffix !== undefined)
         return fillInTheMiddle(model, request.prompt, request.suffix);
     if (request.prompt !== undefined)

@@ -13,16 +13,17 @@ function logOf(probability: number | undefined): number {
 /**
  * `token`'s entry with `top` alternatives; `probabilities` undefined (none returned) reads as impossible. Each token's
  * text is detokenized after `context` (a neutral token), so that a SentencePiece piece keeps its leading space, which
- * detokenizing it alone drops: the pieces then join into the output's text, as OpenAI's do.
+ * detokenizing it alone drops: the pieces then join into the output's text, as OpenAI's do. `specialTokens`: special
+ * tokens' text (BOS, markup) is written out, as for a prompt's tokens; else dropped, as in generated text.
  */
 export function tokenLogprob(model: LlamaModel, token: Token, probabilities: ReadonlyMap<Token, number> | undefined,
-                             top: number, context: readonly Token[]): TokenLogprob {
+                             top: number, context: readonly Token[], specialTokens = false): TokenLogprob {
     const alternatives: TokenLogprob["top"] = [];
     if (probabilities !== undefined && top > 0)
         for (const [candidate, probability] of probabilities) {
-            alternatives.push({token: model.detokenize([candidate], false, context), logprob: logOf(probability)});
+            alternatives.push({token: model.detokenize([candidate], specialTokens, context), logprob: logOf(probability)});
             if (alternatives.length >= top)
                 break;
         }
-    return {token: model.detokenize([token], false, context), logprob: logOf(probabilities?.get(token)), top: alternatives};
+    return {token: model.detokenize([token], specialTokens, context), logprob: logOf(probabilities?.get(token)), top: alternatives};
 }

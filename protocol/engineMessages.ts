@@ -43,8 +43,10 @@ export const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 
 export type GenerateRequest = {
     id: string,
-    /** Plain-text prompt; exactly one of `prompt` and `messages` is given. */
+    /** Plain-text prompt; exactly one of `prompt`, `promptTokens` and `messages` is given. */
     prompt?: string,
+    /** Token ids as the prompt, evaluated as given (no BOS added), as llama.cpp's server and vLLM take a completion's token prompt. */
+    promptTokens?: number[],
     /** Chat messages, rendered with the model's chat template. */
     messages?: ChatMessage[],
     /**
@@ -52,7 +54,7 @@ export type GenerateRequest = {
      * `continue_final_message`) instead of starting a new turn. Default false.
      */
     continueFinalMessage?: boolean,
-    /** Number of tokens to generate at most (> 0). */
+    /** Number of tokens to generate at most (> 0; 0 only with `promptLogprobs`: the prompt is scored, nothing generated). */
     maxTokens: number,
     /**
      * `maxTokens` is an upper bound that may be lowered to what the context leaves after the prompt
@@ -98,6 +100,12 @@ export type GenerateRequest = {
      * `maxTopLogprobs`) in its `tokens` events; absent: none (the cheaper path).
      */
     logprobs?: number,
+    /**
+     * Score the prompt: each prompt token's log-probability given the tokens before it (the model's own distribution,
+     * no sampling applied), with this many most likely alternatives (0 to `maxTopLogprobs`), in a `promptLogprobs`
+     * event before the first generated token. Such a prompt is evaluated from its first token (no prefix-cache reuse).
+     */
+    promptLogprobs?: number,
     seed?: number,
     /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
     stop?: string[],
@@ -135,6 +143,14 @@ export type TopLogprob = {token: string, logprob: number};
  * there. Impossible tokens read −9999 (JSON has no −Infinity), as OpenAI's API reports them.
  */
 export type TokenLogprob = {token: string, logprob: number, top: TopLogprob[]};
+/**
+ * What a client that tokenizes for the server needs to know (vLLM's `/tokenizer_info`): the text of the BOS and EOS
+ * tokens (absent: the vocabulary has none), whether a text prompt begins with BOS, and the GGUF's chat template.
+ */
+export type TokenizerInfo = {bos?: string, eos?: string, addBos: boolean, chatTemplate?: string};
+
+/** A scored prompt (GenerateRequest.promptLogprobs): its first token's text, which has no log-probability, and the others' entries. */
+export type PromptLogprobs = {first: string, logprobs: TokenLogprob[]};
 /** The most alternatives per token a request may ask for (OpenAI's `top_logprobs` bound). */
 export const maxTopLogprobs = 20;
 /** The floor of reported log-probabilities. */
@@ -183,7 +199,14 @@ export type HostToEngine =
      * the prompt a chat request with `chat`'s messages (and tools) would evaluate; with `pieces`, each token's text too.
      * Answered by `tokenized`.
      */
-    | {type: "tokenize", seq: number, text?: string, chat?: ChatPromptInput, specialTokens: boolean, pieces: boolean}
+    | {type: "tokenize", seq: number, text?: string, chat?: ChatPromptInput, specialTokens: boolean, pieces: boolean,
+        /**
+         * With `text`: tokenized as a completion's text prompt (BOS first where the vocabulary asks for it, special
+         * tokens parsed; `specialTokens` does not apply). Default false: the text alone.
+         */
+        asPrompt?: boolean}
+    /** The tokenizer's special tokens and chat template; answered by `tokenizerInfo`. */
+    | {type: "tokenizerInfo", seq: number}
     /** The text of these token ids (special tokens' text included); answered by `detokenized`. */
     | {type: "detokenize", seq: number, tokens: number[]}
     | {type: "shutdown"};
@@ -263,6 +286,11 @@ export type RequestEvent =
     | {kind: "tokens", id: string, text: string, reasoning?: string, times: number[], logprobs?: TokenLogprob[]}
     | {kind: "preempted", id: string, t: number}
     /**
+     * A scored prompt (GenerateRequest.promptLogprobs), when its evaluation ended: `first` is its first token's text
+     * (which has no log-probability), `logprobs[i]` token i + 1's. Token texts include special tokens' (BOS), as vLLM's echo.
+     */
+    | {kind: "promptLogprobs", id: string, t: number, first: string, logprobs: TokenLogprob[]}
+    /**
      * `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text).
      * `reasoningTokens`: of the generated tokens, those of the reasoning, for a request whose reasoning was separated.
      * `stopString`: the request's stop string that ended it (reason `stop`), when one did.
@@ -300,6 +328,7 @@ export type EngineToHost =
     /** `tokens` with each one's text (`pieces`, when asked for; else empty), or why not (`error`, then both empty). */
     | {type: "tokenized", seq: number, tokens: number[], pieces: string[], error?: string}
     | {type: "detokenized", seq: number, text: string, error?: string}
+    | {type: "tokenizerInfo", seq: number, info: TokenizerInfo}
     | {type: "rejected", reason: string}
     | {type: "log", level: EngineLogLevel, message: string};
 
@@ -363,18 +392,29 @@ function parsePenalties(value: unknown): SamplingPenalties {
     return penalties;
 }
 
+/** `obj[key]`: token ids (integers; whether the model has them is the engine's check). */
+function expectTokenIds(obj: JsonObject, key: string, what: string): number[] {
+    return expectArray(obj, key, what, maxCountTokensText).map((token, i) => {
+        if (typeof token !== "number" || !Number.isSafeInteger(token))
+            throw new ProtocolError(`${what}.${key}[${i}]: expected an integer`);
+        return token;
+    });
+}
+
 function parseGenerateRequest(value: unknown): GenerateRequest {
     const obj = expectObject(value, "request");
     const what = "request";
     const prompt = optionalString(obj, "prompt", what);
     const messages = obj.messages === undefined ? undefined : expectArray(obj, "messages", what, 10_000).map(parseChatMessage);
-    if ((prompt === undefined) === (messages === undefined))
-        throw new ProtocolError("request: give exactly one of prompt and messages");
+    const promptTokens = obj.promptTokens === undefined ? undefined : expectTokenIds(obj, "promptTokens", what);
+    if ([prompt, messages, promptTokens].filter((input) => input !== undefined).length !== 1)
+        throw new ProtocolError("request: give exactly one of prompt, promptTokens and messages");
     const request: GenerateRequest = {
         id: expectString(obj, "id", what, maxIdLength),
         maxTokens: expectInteger(obj, "maxTokens", what)
     };
     if (prompt !== undefined) request.prompt = prompt;
+    if (promptTokens !== undefined) request.promptTokens = promptTokens;
     if (messages !== undefined) request.messages = messages;
     const clampMaxTokens = optionalBoolean(obj, "clampMaxTokens", what);
     if (clampMaxTokens !== undefined) request.clampMaxTokens = clampMaxTokens;
@@ -390,6 +430,8 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
         request.penalties = parsePenalties(obj.penalties);
     const logprobs = optionalInteger(obj, "logprobs", what);
     if (logprobs !== undefined) request.logprobs = logprobs;
+    const promptLogprobs = optionalInteger(obj, "promptLogprobs", what);
+    if (promptLogprobs !== undefined) request.promptLogprobs = promptLogprobs;
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");
         const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");
@@ -444,11 +486,7 @@ function parseEmbedRequest(value: unknown): EmbedRequest {
     const text = optionalString(obj, "text", what, maxCountTokensText);
     if (text !== undefined) request.text = text;
     if (obj.tokens !== undefined)
-        request.tokens = expectArray(obj, "tokens", what, maxCountTokensText).map((token, i) => {
-            if (typeof token !== "number" || !Number.isSafeInteger(token))
-                throw new ProtocolError(`${what}.tokens[${i}]: expected an integer`);
-            return token;
-        });
+        request.tokens = expectTokenIds(obj, "tokens", what);
     if ((request.text === undefined) === (request.tokens === undefined))
         throw new ProtocolError(`${what}: exactly one of text and tokens`);
     const truncate = optionalBoolean(obj, "truncate", what);
@@ -484,6 +522,8 @@ export function parseHostToEngine(value: unknown): HostToEngine {
                 specialTokens: expectBoolean(obj, "specialTokens", "tokenize"), pieces: expectBoolean(obj, "pieces", "tokenize")};
             const text = optionalString(obj, "text", "tokenize", maxCountTokensText);
             if (text !== undefined) message.text = text;
+            const asPrompt = optionalBoolean(obj, "asPrompt", "tokenize");
+            if (asPrompt !== undefined) message.asPrompt = asPrompt;
             if (obj.chat !== undefined) {
                 const chat = expectObject(obj.chat, "tokenize.chat");
                 message.chat = {messages: expectArray(chat, "messages", "tokenize.chat", 10_000).map(parseChatMessage)};
@@ -494,12 +534,8 @@ export function parseHostToEngine(value: unknown): HostToEngine {
             }
             return message;
         }
-        case "detokenize": return {type: "detokenize", seq: expectInteger(obj, "seq", "detokenize"),
-            tokens: expectArray(obj, "tokens", "detokenize", maxCountTokensText).map((token, i) => {
-                if (typeof token !== "number" || !Number.isSafeInteger(token))
-                    throw new ProtocolError(`detokenize.tokens[${i}]: expected an integer`);
-                return token;
-            })};
+        case "detokenize": return {type: "detokenize", seq: expectInteger(obj, "seq", "detokenize"), tokens: expectTokenIds(obj, "tokens", "detokenize")};
+        case "tokenizerInfo": return {type: "tokenizerInfo", seq: expectInteger(obj, "seq", "tokenizerInfo")};
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -516,7 +552,7 @@ function parseTokenLogprob(value: unknown): TokenLogprob {
         top: expectArray(obj, "top", "event.logprobs[]", maxTopLogprobs).map(parseTopLogprob)};
 }
 
-const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "finished"];
+const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "promptLogprobs", "finished"];
 
 function parseRequestEvent(value: unknown): RequestEvent {
     const obj = expectObject(value, "event");
@@ -538,6 +574,8 @@ function parseRequestEvent(value: unknown): RequestEvent {
             return event;
         }
         case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
+        case "promptLogprobs": return {kind, id, t: expectNumber(obj, "t", what), first: expectString(obj, "first", what, 1000),
+            logprobs: expectArray(obj, "logprobs", what).map(parseTokenLogprob)};
         case "scheduled": return {kind, id, t: expectNumber(obj, "t", what), cachedTokens: expectInteger(obj, "cachedTokens", what)};
         case "finished": {
             const event: RequestEvent = {
@@ -642,11 +680,7 @@ export function parseEngineToHost(value: unknown): EngineToHost {
         case "loadFailed": return {type: "loadFailed", error: parseErrorInfo(obj.error)};
         case "pong": return {type: "pong", seq: expectInteger(obj, "seq", "pong"), hostTime: expectNumber(obj, "hostTime", "pong"), engineTime: expectNumber(obj, "engineTime", "pong")};
         case "tokenized": {
-            const tokens = expectArray(obj, "tokens", "tokenized", maxCountTokensText).map((token, i) => {
-                if (typeof token !== "number" || !Number.isSafeInteger(token))
-                    throw new ProtocolError(`tokenized.tokens[${i}]: expected an integer`);
-                return token;
-            });
+            const tokens = expectTokenIds(obj, "tokens", "tokenized");
             const pieces = expectArray(obj, "pieces", "tokenized", maxCountTokensText).map((piece, i) => {
                 if (typeof piece !== "string")
                     throw new ProtocolError(`tokenized.pieces[${i}]: expected a string`);
@@ -654,6 +688,15 @@ export function parseEngineToHost(value: unknown): EngineToHost {
             });
             const error = optionalString(obj, "error", "tokenized", 2000);
             return {type: "tokenized", seq: expectInteger(obj, "seq", "tokenized"), tokens, pieces, ...error !== undefined ? {error} : {}};
+        }
+        case "tokenizerInfo": {
+            const info = expectObject(obj.info, "tokenizerInfo.info");
+            const bos = optionalString(info, "bos", "tokenizerInfo.info", 1000);
+            const eos = optionalString(info, "eos", "tokenizerInfo.info", 1000);
+            const chatTemplate = optionalString(info, "chatTemplate", "tokenizerInfo.info", maxCountTokensText);
+            return {type: "tokenizerInfo", seq: expectInteger(obj, "seq", "tokenizerInfo"), info: {
+                addBos: expectBoolean(info, "addBos", "tokenizerInfo.info"), ...bos !== undefined ? {bos} : {},
+                ...eos !== undefined ? {eos} : {}, ...chatTemplate !== undefined ? {chatTemplate} : {}}};
         }
         case "detokenized": {
             const error = optionalString(obj, "error", "detokenized", 2000);

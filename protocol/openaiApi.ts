@@ -9,7 +9,7 @@
  * grammar), tool calling (`tools`, `tool_choice`, … in openaiTools.ts), and reasoning models' fields
  * (`reasoning_format`, `chat_template_kwargs.enable_thinking`, `reasoning_content`: openaiReasoning.ts). Fields this server does not
  * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
- * honour (echo) are refused with a 400 naming them.
+ * honour are refused with a 400 naming them.
  */
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
@@ -46,7 +46,17 @@ export const maxChoices = 128;
 export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {
     messages: ChatMessage[], continueFinalMessage?: boolean
 };
-export type CompletionRequest = SamplingParams & {prompt: string, suffix?: string};
+/** A completion's prompt: text, or token ids (evaluated as given). */
+export type CompletionPrompt = string | number[];
+/**
+ * `prompts`: OpenAI's `prompt` as a list (a string, token ids, or a batch of either: one completion each, `n` choices per
+ * prompt, choice i of prompt p at index p × n + i). `echo`: each choice's text (and log-probabilities) begins with its
+ * prompt's.
+ */
+export type CompletionRequest = SamplingParams & {prompts: CompletionPrompt[], echo: boolean, suffix?: string};
+
+/** The most completions one request may ask for (prompts × `n`), OpenAI's bound on `n`. */
+export const maxCompletionsPerRequest = maxChoices;
 
 /** OpenAI's `usage.prompt_tokens_details`: `cached_tokens` = prompt tokens served from the prefix cache (vLLM's `num_cached_tokens`). */
 export type PromptTokensDetails = {cached_tokens: number};
@@ -70,7 +80,11 @@ export type ChatTokenLogprob = {
 export type ChatLogprobs = {content: ChatTokenLogprob[], refusal: null};
 /** The legacy completions shape: parallel arrays; `text_offset` = each token's start in the generated text. */
 export type CompletionLogprobs = {
-    tokens: string[], token_logprobs: number[], top_logprobs: Array<Record<string, number>>, text_offset: number[]
+    tokens: string[],
+    /** null for an echoed prompt's first token, which has nothing before it. */
+    token_logprobs: Array<number | null>,
+    top_logprobs: Array<Record<string, number> | null>,
+    text_offset: number[]
 };
 
 export type ChatCompletion = {
@@ -130,7 +144,10 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const includeUsage = isObject(streamOptions) ? optionalBooleanField(streamOptions, "include_usage") ?? false : false;
     if (isObject(streamOptions) && !stream)
         fail("stream_options", "only allowed with stream: true");
-    const maxTokens = optionalNumberField(body, "max_completion_tokens", 1, 1e9, true) ?? optionalNumberField(body, "max_tokens", 1, 1e9, true);
+    const maxTokens = optionalNumberField(body, "max_completion_tokens", 1, 1e9, true) ?? optionalNumberField(body, "max_tokens", 0, 1e9, true);
+    // 0: the prompt only, scored (legacy completions with `echo`, as OpenAI and vLLM answer it).
+    if (maxTokens === 0 && !(kind === "completions" && body.echo === true))
+        fail("max_tokens", "must be at least 1 (0 only with echo: true, for the prompt alone)");
     const temperature = optionalNumberField(body, "temperature", 0, 2, false);
     const topP = optionalNumberField(body, "top_p", 0, 1, false);
     if (topP === 0)
@@ -223,20 +240,48 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
 /** Validates a `POST /v1/completions` body; throws ApiRequestError naming the field. */
 export function parseCompletionRequest(value: unknown): CompletionRequest {
     const body = expectBody(value);
-    let prompt = body.prompt;
-    if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === "string")
-        prompt = prompt[0];
-    if (typeof prompt !== "string")
-        fail("prompt", "expected a string (or an array holding one string)");
-    if (body.echo === true)
-        fail("echo", "echo is not supported");
-    const request: CompletionRequest = {...parseSampling(body, "completions"), prompt};
+    const prompts = parsePrompts(body.prompt);
+    const echo = optionalBooleanField(body, "echo") ?? false;
+    const request: CompletionRequest = {...parseSampling(body, "completions"), prompts, echo};
+    if (prompts.length * request.n > maxCompletionsPerRequest)
+        fail("prompt", `at most ${maxCompletionsPerRequest} completions per request: ${prompts.length} prompts × n = ${request.n} asks for ${prompts.length * request.n}`);
     if (body.suffix !== undefined && body.suffix !== null) {
         if (typeof body.suffix !== "string")
             fail("suffix", "expected a string");
+        if (prompts.some((prompt) => typeof prompt !== "string"))
+            fail("suffix", "needs a text prompt, not token ids");
+        if (echo)
+            fail("echo", "cannot be used with suffix");
         request.suffix = body.suffix;
     }
     return request;
+}
+
+/** OpenAI's `prompt`: a string, an array of token ids, or a non-empty array of strings and token-id arrays. */
+function parsePrompts(value: unknown): CompletionPrompt[] {
+    if (typeof value === "string")
+        return [value];
+    if (!Array.isArray(value) || value.length === 0)
+        fail("prompt", "expected a string, an array of token ids, or a non-empty array of those");
+    if (value.every((item) => typeof item === "number"))
+        return [tokenIds(value, "prompt")];
+    return value.map((item: unknown, index) => {
+        if (typeof item === "string")
+            return item;
+        if (!Array.isArray(item))
+            fail(`prompt[${index}]`, "expected a string or an array of token ids");
+        return tokenIds(item, `prompt[${index}]`);
+    });
+}
+
+function tokenIds(list: readonly unknown[], param: string): number[] {
+    if (list.length === 0)
+        fail(param, "expected at least one token id");
+    return list.map((token, index) => {
+        if (typeof token !== "number" || !Number.isSafeInteger(token) || token < 0)
+            fail(`${param}[${index}]`, "expected a token id (an integer ≥ 0)");
+        return token;
+    });
 }
 
 /**

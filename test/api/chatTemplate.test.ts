@@ -43,14 +43,16 @@ describe("chat templates", () => {
         return model;
     }
 
-    async function apiPromptTokens(modelPath: string): Promise<number> {
+    /** The chat prompt's tokens as the API counts them, and the chat template its `/tokenizer_info` (vLLM's) gives. */
+    async function apiPromptTokens(modelPath: string): Promise<{tokens: number, chatTemplate: unknown}> {
         const client = new EngineClient({modelPath, threads: 1, contextSize: 512, parallel: 1, statsIntervalMs: 0, mode: "inProcess"});
         await client.start();
         const server = await ApiServer.listen({engine: {current: () => client}, port: 0});
         try {
             const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
             const completion = await openai.chat.completions.create({model: "m", messages, max_tokens: 2});
-            return completion.usage!.prompt_tokens;
+            const info = await (await fetch(new URL("/tokenizer_info", server.baseUrl))).json() as {chat_template?: unknown};
+            return {tokens: completion.usage!.prompt_tokens, chatTemplate: info.chat_template};
         } finally {
             await server.close();
             await client.stop();
@@ -66,7 +68,7 @@ describe("chat templates", () => {
         assert.equal(tokens[0], model.tokens.bos);
         const text = model.detokenize(tokens.slice(1)).replaceAll(" \n", "\n");
         assert.equal(text, "[SYSTEM] Be brief.\n[USER] Hi there\n[ASSISTANT] Hello\n[USER] Tell a story\n[ASSISTANT] ");
-        assert.equal(await apiPromptTokens(templatedPath), tokens.length);
+        assert.deepEqual(await apiPromptTokens(templatedPath), {tokens: tokens.length, chatTemplate: template});
     });
 
     test("a template that writes BOS itself gets it once", async () => {
@@ -93,6 +95,6 @@ describe("chat templates", () => {
         // BOS first, as a text prompt begins for this vocabulary.
         assert.equal(tokens[0], model.tokens.bos);
         assert.equal(model.detokenize(tokens.slice(1)), "system: Be brief.\nuser: Hi there\nassistant: Hello\nuser: Tell a story\nassistant:");
-        assert.equal(await apiPromptTokens(plainPath), tokens.length);
+        assert.deepEqual(await apiPromptTokens(plainPath), {tokens: tokens.length, chatTemplate: undefined});
     });
 });

@@ -51,9 +51,17 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
     });
 
     test("vLLM's shape on the same route: count, max_model_len, token_strs; a chat's prompt as the chat endpoint evaluates it", async () => {
+        // vLLM's add_special_tokens (default true) adds BOS as the completion's prompt gets it; special tokens' text is
+        // parsed either way (as Hugging Face tokenizers do).
         const plain = await post(ours(), "/tokenize", {model: "m", prompt: texts[0]});
         const llamaShape = await post(ours(), "/tokenize", {content: texts[0]});
-        assert.deepEqual(plain.json.tokens, llamaShape.json.tokens);
+        const [bos] = plain.json.tokens as number[];
+        assert.deepEqual(plain.json.tokens, [bos, ...llamaShape.json.tokens as number[]]);
+        assert.equal((await post(peer.origin, "/detokenize", {tokens: [bos]})).json.content, "<s>");
+        const completion = await api.openai.completions.create({model: "m", prompt: texts[0]!, max_tokens: 1});
+        assert.equal(plain.json.count, completion.usage?.prompt_tokens, "the count a completion's prompt gets");
+        const bare = await post(ours(), "/tokenize", {prompt: texts[3], add_special_tokens: false});
+        assert.deepEqual(bare.json.tokens, (await post(ours(), "/tokenize", {content: texts[3], parse_special: true})).json.tokens);
         assert.equal(plain.json.count, (plain.json.tokens as number[]).length);
         assert.equal(plain.json.max_model_len, api.client.info!.contextSize);
         const messages = [{role: "user", content: "Hello"}, {role: "assistant", content: "Hi."}, {role: "user", content: "Again"}];
@@ -61,6 +69,22 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         const served = await api.openai.chat.completions.create({model: "m", messages: messages as never, max_tokens: 1});
         assert.equal(chat.json.count, served.usage?.prompt_tokens);
         assert.equal((chat.json.token_strs as string[]).join(""), ((await post(ours(), "/detokenize", {tokens: chat.json.tokens})).json.prompt));
+    });
+
+    test("vLLM's /tokenizer_info: BOS and EOS text as llama-server's tokenizer writes them, add_bos_token, the context", async () => {
+        const response = await fetch(`${ours()}/tokenizer_info`);
+        assert.equal(response.status, 200);
+        const info = await response.json() as Record<string, unknown>;
+        const eos = (await post(ours(), "/tokenize", {prompt: String(info.eos_token), add_special_tokens: false})).json.tokens as number[];
+        assert.equal(eos.length, 1, "the EOS text is one token");
+        assert.equal((await post(peer.origin, "/detokenize", {tokens: eos})).json.content, info.eos_token);
+        const [first] = (await post(peer.origin, "/tokenize", {content: "x", add_special: true})).json.tokens as number[];
+        assert.equal((await post(peer.origin, "/detokenize", {tokens: [first]})).json.content, info.bos_token,
+            "llama-server's first token when it adds special tokens is BOS");
+        assert.equal(info.add_bos_token, true);
+        assert.equal(info.model_max_length, api.client.info!.contextSize);
+        assert.equal(info.chat_template, undefined, "the tiny demo model has no chat template");
+        assert.equal(info.pad_token, null);
     });
 
     test("refusals: an id outside the vocabulary, a body without text", async () => {

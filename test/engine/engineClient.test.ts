@@ -217,6 +217,24 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.ok(highResult.finished < lowResult.finished, "high finished first");
         });
 
+        test("a scored prompt is scored once: preempted while generating, it resumes without scoring again", async () => {
+            const scoredAlone = await client.generate({prompt, maxTokens: 0, promptLogprobs: 1}).done;
+            assert.equal(scoredAlone.reason, "length");
+            assert.equal(scoredAlone.generatedTokens, 0);
+            assert.equal(scoredAlone.promptLogprobs?.logprobs.length, scoredAlone.promptTokens - 1, "every token but the first");
+            const low = client.generate({prompt, maxTokens: 200, ignoreEos: true, promptLogprobs: 1});
+            await new Promise<void>((resolve) => low.onChunk(() => resolve()));
+            assert.deepEqual(low.promptLogprobs, scoredAlone.promptLogprobs, "there before the first chunk");
+            const high = client.generate({prompt: "High priority", maxTokens: 5, ignoreEos: true, priority: 5});
+            const [lowResult] = await Promise.all([low.done, high.done]);
+            assert.ok(lowResult.preemptions.length >= 1);
+            assert.equal(lowResult.generatedTokens, 200);
+            assert.deepEqual(lowResult.promptLogprobs, scoredAlone.promptLogprobs);
+            const refused = await client.generate({prompt, maxTokens: 0}).done;
+            assert.equal(refused.errorCode, "invalid_request");
+            assert.match(refused.error ?? "", /maxTokens must be > 0 \(0 only with promptLogprobs\)/);
+        });
+
         test("equal priority never preempts", async () => {
             const a = client.generate({prompt, maxTokens: 40, ignoreEos: true, priority: 1});
             await new Promise<void>((resolve) => a.onChunk(() => resolve()));

@@ -17,6 +17,8 @@ export type GenerationParams = {
     logitBias?: readonly LogitBias[] | undefined,
     responseFormat?: ResponseFormat | undefined,
     logprobs?: number | undefined,
+    /** Score the prompt, with this many alternatives per token (GenerateRequest.promptLogprobs). */
+    promptLogprobs?: number | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined,
@@ -32,8 +34,8 @@ export function defaultMaxTokens(info: EngineInfo): number {
     return Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
 }
 
-/** What a request generates from: a prompt (FIM with `suffix`) or messages (with the tools they may call). */
-export type GenerationSource = Pick<GenerateInput, "prompt" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls" |
+/** What a request generates from: a prompt (FIM with `suffix`), token ids, or messages (with the tools they may call). */
+export type GenerationSource = Pick<GenerateInput, "prompt" | "promptTokens" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls" |
     "separateReasoning" | "allowReasoning" | "continueFinalMessage">;
 
 /** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
@@ -53,6 +55,7 @@ export function generationInput(
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
         ...(params.logprobs !== undefined ? {logprobs: params.logprobs} : {}),
+        ...(params.promptLogprobs !== undefined ? {promptLogprobs: params.promptLogprobs} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {})

@@ -5,7 +5,7 @@ import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engine
 import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
     parseEngineToHost, parseHostToEngine, type ChatPromptInput, type EngineErrorInfo, type EngineInfo, type EngineToHost,
-    type EmbedRequest, type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats
+    type EmbedRequest, type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats, type TokenizerInfo
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
@@ -70,6 +70,7 @@ export class EngineClient {
     private readonly handles = new Map<string, RequestHandle>();
     private readonly outputs = new OutputProcessor({
         onQueued: (id, promptTokens) => this.handles.get(id)?.markQueued(promptTokens),
+        onPromptLogprobs: (id, scores) => this.handles.get(id)?.setPromptLogprobs(scores),
         onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
         onFinished: (id, result) => {
             this.handles.get(id)?.complete(result);
@@ -83,7 +84,7 @@ export class EngineClient {
     private pendingPongs = new Map<number, (pong: {hostTime: number, engineTime: number}) => void>();
     private readonly pendingCounts = new Map<number, {resolve: (count: number) => void, reject: (error: Error) => void}>();
     private readonly pendingTokenizations =
-        new Map<number, {resolve: (value: Tokenized | string) => void, reject: (error: Error) => void}>();
+        new Map<number, {resolve: (value: Tokenized | TokenizerInfo | string) => void, reject: (error: Error) => void}>();
     private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
@@ -240,11 +241,20 @@ export class EngineClient {
      * Token ids (with `pieces`, each one's text too) of `text`, or of the prompt a chat request would evaluate (`chat`:
      * its messages and tools, rendered as the engine renders a request).
      */
-    async tokenize(input: {text: string, specialTokens: boolean} | {chat: ChatPromptInput}, pieces = false): Promise<Tokenized> {
+    async tokenize(input: {text: string, specialTokens: boolean, asPrompt?: boolean} | {chat: ChatPromptInput},
+        pieces = false): Promise<Tokenized> {
         const result = await this.askTokenizer((seq) => "text" in input
-            ? {type: "tokenize", seq, text: input.text, specialTokens: input.specialTokens, pieces}
+            ? {type: "tokenize", seq, text: input.text, specialTokens: input.specialTokens, pieces, ...input.asPrompt === true ? {asPrompt: true} : {}}
             : {type: "tokenize", seq, chat: input.chat, specialTokens: true, pieces});
-        if (typeof result === "string")
+        if (typeof result === "string" || !("tokens" in result))
+            throw new Error("unexpected answer from the engine");
+        return result;
+    }
+
+    /** The model's tokenizer: its BOS and EOS text, whether prompts begin with BOS, its chat template. */
+    async tokenizerInfo(): Promise<TokenizerInfo> {
+        const result = await this.askTokenizer((seq) => ({type: "tokenizerInfo", seq}));
+        if (typeof result === "string" || !("addBos" in result))
             throw new Error("unexpected answer from the engine");
         return result;
     }
@@ -257,12 +267,12 @@ export class EngineClient {
         return result;
     }
 
-    private async askTokenizer(message: (seq: number) => HostToEngine): Promise<Tokenized | string> {
+    private async askTokenizer(message: (seq: number) => HostToEngine): Promise<Tokenized | TokenizerInfo | string> {
         const transport = this.transport;
         if (transport === undefined || this.currentState !== "ready")
             throw new Error("no model is running");
         const seq = this.countSeq++;
-        return await new Promise<Tokenized | string>((resolve, reject) => {
+        return await new Promise<Tokenized | TokenizerInfo | string>((resolve, reject) => {
             this.pendingTokenizations.set(seq, {resolve, reject});
             transport.send(message(seq));
         });
@@ -325,6 +335,12 @@ export class EngineClient {
                     pending?.reject(new Error(message.error));
                 else
                     pending?.resolve(message.type === "tokenized" ? {tokens: message.tokens, pieces: message.pieces} : message.text);
+                return;
+            }
+            case "tokenizerInfo": {
+                const pending = this.pendingTokenizations.get(message.seq);
+                this.pendingTokenizations.delete(message.seq);
+                pending?.resolve(message.info);
                 return;
             }
             case "tokenCount": {

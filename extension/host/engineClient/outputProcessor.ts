@@ -1,4 +1,4 @@
-import type {FinishReason, RequestEvent, StepStats, TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {FinishReason, PromptLogprobs, RequestEvent, StepStats, TokenLogprob} from "../../../protocol/engineMessages.js";
 import {emptyIteration, type EngineStep} from "./engineStep.js";
 import {RequestState, type RequestResult} from "./requestState.js";
 
@@ -11,6 +11,8 @@ export type TextChunk = {text: string, reasoning?: string, tokens: number, deliv
 export type OutputProcessorHooks = {
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
     onQueued?: (id: string, promptTokens: number) => void,
+    /** A scored prompt's log-probabilities (before the request's first chunk). */
+    onPromptLogprobs?: (id: string, scores: PromptLogprobs) => void,
     /** A request's new text (called for every tokens event, in order). */
     onChunk?: (id: string, chunk: TextChunk) => void,
     /** A request ended; called once per request, after its last chunk. */
@@ -78,6 +80,8 @@ export class OutputProcessor {
                     ...hostEvent.reasoning !== undefined ? {reasoning: hostEvent.reasoning} : {},
                     tokens: hostEvent.times.length, deliveredAt: receivedAt,
                     ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {})});
+            else if (hostEvent.kind === "promptLogprobs")
+                this.hooks.onPromptLogprobs?.(event.id, {first: hostEvent.first, logprobs: hostEvent.logprobs});
             else if (hostEvent.kind === "queued")
                 this.hooks.onQueued?.(event.id, state.lifecycle.promptTokens);
             else if (hostEvent.kind === "finished")

@@ -1,3 +1,4 @@
+import type {PromptLogprobs} from "../../../protocol/engineMessages.js";
 import type {TextChunk} from "./outputProcessor.js";
 import type {RequestResult} from "./requestState.js";
 
@@ -17,6 +18,7 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     private ended = false;
     private readonly chunkListeners: Array<(chunk: TextChunk) => void> = [];
     private queuedPromptTokens: number | undefined;
+    private scoredPrompt: PromptLogprobs | undefined;
 
     constructor(readonly id: string, private readonly cancelRequest: (id: string) => void) {
         this.done = new Promise((resolve) => {
@@ -39,6 +41,19 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     /** The prompt's tokens, once the engine has queued the request (a streamed answer may report them before its first token). */
     get promptTokens(): number | undefined {
         return this.queuedPromptTokens;
+    }
+
+    /**
+     * A request that asked for its prompt to be scored (GenerateRequest.promptLogprobs): the scores, once the prompt
+     * was evaluated, which is before the first chunk arrives (and before `done` for a request that only scores).
+     */
+    get promptLogprobs(): PromptLogprobs | undefined {
+        return this.scoredPrompt;
+    }
+
+    /** Called by EngineClient. */
+    setPromptLogprobs(scores: PromptLogprobs): void {
+        this.scoredPrompt = scores;
     }
 
     /** Called by EngineClient when the engine queued the request. */

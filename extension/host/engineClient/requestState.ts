@@ -1,4 +1,4 @@
-import type {FinishReason, GeneratedToolCall, RequestErrorCode, RequestEvent, TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {FinishReason, GeneratedToolCall, PromptLogprobs, RequestErrorCode, RequestEvent, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {IterationStats} from "./engineStep.js";
 
@@ -20,6 +20,8 @@ export type RequestResult = RequestLifecycle & {
     deliveries: Delivery[],
     /** Each generated token's log-probability, when the request asked for them. */
     logprobs?: TokenLogprob[],
+    /** The prompt's scores, when the request asked for them (GenerateRequest.promptLogprobs). */
+    promptLogprobs?: PromptLogprobs,
     /** The tool calls the engine parsed out of the output (not part of `text`), when the request offered tools. */
     toolCalls?: GeneratedToolCall[],
     /** The model's reasoning, apart from `text`, and how many of the generated tokens it took (a request whose reasoning was separated). */
@@ -59,6 +61,7 @@ export class RequestState {
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
     private logprobs: TokenLogprob[] | undefined;
+    private promptLogprobs: PromptLogprobs | undefined;
     private toolCalls: GeneratedToolCall[] | undefined;
     private reasoningTokens: number | undefined;
     private stopString: string | undefined;
@@ -105,6 +108,9 @@ export class RequestState {
                 if (event.logprobs !== undefined)
                     (this.logprobs ??= []).push(...event.logprobs);
                 return;
+            case "promptLogprobs":
+                this.promptLogprobs = {first: event.first, logprobs: event.logprobs};
+                return;
             case "finished":
                 this.toolCalls = event.toolCalls;
                 this.reasoningTokens = event.reasoningTokens;
@@ -144,8 +150,10 @@ export class RequestState {
             metrics.inferenceS = seconds(lastToken, scheduled);
         if (metrics.decodeS !== undefined && this.tokenTimes.length > 1)
             metrics.tpotS = metrics.decodeS / (this.tokenTimes.length - 1);
-        if (this.embedding !== undefined && scheduled !== undefined) {
-            // An embedding's evaluation is all prefill; its prompt tokens count when it ends (there is no first token).
+        const onlyPrefill = this.embedding !== undefined || (this.promptLogprobs !== undefined && this.tokenTimes.length === 0);
+        if (onlyPrefill && scheduled !== undefined) {
+            // An embedding's evaluation is all prefill, as a prompt's that is only scored; its prompt tokens count when
+            // it ends (there is no first token).
             metrics.prefillS = seconds(end.t, scheduled);
             metrics.inferenceS = metrics.prefillS;
             iteration.promptTokens += lifecycle.promptTokens;
@@ -161,6 +169,7 @@ export class RequestState {
         return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
             text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
             ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
+            ...(this.promptLogprobs !== undefined ? {promptLogprobs: this.promptLogprobs} : {}),
             ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
             ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {}),
             ...(this.stopString !== undefined ? {stopString: this.stopString} : {}),

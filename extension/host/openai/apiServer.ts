@@ -41,7 +41,8 @@ import {serveChatCompletion, serveCompletion} from "./generationRoute.js";
 import {serveResponse} from "./responsesRoute.js";
 import {serveMessages} from "../anthropic/messagesRoute.js";
 import {parseMessagesRequest, type MessagesRequest} from "../../../protocol/anthropicMessages.js";
-import {parseDetokenizeRequest, parseTokenizeRequest, type DetokenizeAnswer, type TokenizeAnswer, type TokenizeRequest} from "../../../protocol/tokenizeApi.js";
+import {parseDetokenizeRequest, parseTokenizeRequest, type DetokenizeAnswer, type TokenizeAnswer, type TokenizeRequest,
+    type TokenizerInfoAnswer} from "../../../protocol/tokenizeApi.js";
 import {anthropicErrorType, type AnthropicErrorBody} from "../../../protocol/anthropicMessageObjects.js";
 import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 import {ollamaApiVersion, parseOllamaChatRequest, parseOllamaGenerateRequest, parseOllamaShowRequest, type OllamaErrorBody} from "../../../protocol/ollamaApi.js";
@@ -254,6 +255,10 @@ export class ApiServer {
             sendJson(response, 200, modelObject(info));
             return;
         }
+        if (pathname === "/tokenizer_info") {
+            requireMethod(method, ["GET", "HEAD"]);
+            return await tokenizerInfo(this.readyEngine(), response);
+        }
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
         if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname))
@@ -389,7 +394,7 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 }
 
 /** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
-const tokenizerPaths = new Set(["/tokenize", "/detokenize"]);
+const tokenizerPaths = new Set(["/tokenize", "/detokenize", "/tokenizer_info"]);
 
 async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
                         response: http.ServerResponse): Promise<void> {
@@ -402,6 +407,15 @@ async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, cli
     const {tokens, pieces} = result;
     const answer: TokenizeAnswer = {tokens: withPieces ? tokens.map((id, i) => ({id, piece: pieces[i] ?? ""})) : tokens, count: tokens.length,
         max_model_len: client.info?.contextSize ?? 0, ...withTokenStrs ? {token_strs: pieces} : {}};
+    sendJson(response, 200, answer);
+}
+
+async function tokenizerInfo(client: EngineClient | undefined, response: http.ServerResponse): Promise<void> {
+    if (client?.info === undefined)
+        throw new ApiRequestError("no model is running", null, 503, "server_error", "engine_unavailable");
+    const {bos, eos, addBos, chatTemplate} = await client.tokenizerInfo();
+    const answer: TokenizerInfoAnswer = {bos_token: bos ?? null, eos_token: eos ?? null, pad_token: null, add_bos_token: addBos,
+        model_max_length: client.info.contextSize, ...chatTemplate !== undefined ? {chat_template: chatTemplate} : {}};
     sendJson(response, 200, answer);
 }
 

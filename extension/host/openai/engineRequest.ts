@@ -36,20 +36,23 @@ export type RefusalFields = {responseFormat: string, maxTokens: string, suffix?:
  */
 export async function runEngineRequest(context: GenerationContext, input: GenerationSource, params: GenerationParams,
                                        fields: RefusalFields, answer: (handle: RequestHandle) => Promise<void>): Promise<void> {
-    await runEngineRequests(context, input, [params], fields, ([handle]) => answer(handle!));
+    await runEngineRequests(context, [{input, params}], fields, ([handle]) => answer(handle!));
 }
 
+/** One engine request of an API request: what it generates from, and how. */
+export type EngineJob = {input: GenerationSource, params: GenerationParams};
+
 /**
- * As runEngineRequest, for several requests on the same input (OpenAI's `n` choices), one per `params`: all are sent
- * at once; one refused refuses them all (the others are cancelled); a client that goes away cancels them all.
+ * As runEngineRequest, for several requests (OpenAI's `n` choices, a batch of prompts), one per job: all are sent at
+ * once; one refused refuses them all (the others are cancelled); a client that goes away cancels them all.
  */
-export async function runEngineRequests(context: GenerationContext, input: GenerationSource, params: readonly GenerationParams[],
+export async function runEngineRequests(context: GenerationContext, jobs: readonly EngineJob[],
                                         fields: RefusalFields, answer: (handles: RequestHandle[]) => Promise<void>): Promise<void> {
     const {client, info, response} = context;
     checkQueue(context);
-    for (const each of params)
-        checkLogitBias(each.logitBias, info.model.vocabularySize);
-    const handles = params.map((each) => client.generate(generationInput(input, each, info, context.clientLabel)));
+    for (const job of jobs)
+        checkLogitBias(job.params.logitBias, info.model.vocabularySize);
+    const handles = jobs.map((job) => client.generate(generationInput(job.input, job.params, info, context.clientLabel)));
     const cancelAll = (): void => {
         for (const handle of handles) handle.cancel();
     };

@@ -1,8 +1,13 @@
 /**
  * `POST /v1/chat/completions` and `POST /v1/completions` on the Engine: one validated request becomes
- * one engine request (queued, scheduled and measured like every other), answered as one JSON body or
- * as a server-sent-event stream. The status line waits until the engine has queued the request, so a
+ * one engine request per choice (queued, scheduled and measured like every other), answered as one JSON body or
+ * as a server-sent-event stream. The status line waits until the engine has queued the requests, so a
  * request it refuses (too long for the context, a bad parameter) gets a 400 even when streaming.
+ *
+ * Completions also take what evaluation harnesses send (lm-evaluation-harness's `local-completions`): token-id
+ * prompts, a batch of prompts, and `echo` — each choice's text begins with its prompt's, and with `logprobs` the
+ * prompt's tokens come first in the log-probabilities (the first one null), scored by the model; `max_tokens: 0`
+ * then scores the prompt alone, as OpenAI's legacy API and vLLM answer it.
  */
 import type http from "node:http";
 import type {
@@ -11,13 +16,14 @@ import type {
     SamplingParams, Usage
 } from "../../../protocol/openaiApi.js";
 import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
-import type {TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {PromptLogprobs, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
-import {type GenerationContext, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
+import {errorMessage} from "../../../common/errorMessage.js";
+import {type EngineJob, type GenerationContext, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 
@@ -26,51 +32,87 @@ type Kind = "chat" | "completions";
 /** Serves a chat completion request. */
 export async function serveChatCompletion(body: ChatCompletionRequest, context: GenerationContext): Promise<void> {
     const {tools, toolChoice, parallelToolCalls, separateReasoning, allowReasoning, continueFinalMessage} = body;
-    await serveGeneration("chat", body, {messages: body.messages, ...tools !== undefined ? {tools} : {},
+    const input: GenerationSource = {messages: body.messages, ...tools !== undefined ? {tools} : {},
         ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {},
         ...separateReasoning !== undefined ? {separateReasoning} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {},
-        ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}, context);
+        ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}};
+    await serveGeneration("chat", body, choicesOf(body, input), [], context);
 }
 
-/** Serves a (text) completion request; with `suffix`, fill in the middle. */
+/**
+ * Serves a (text) completion request: each prompt (text, token ids; with `suffix`, fill in the middle) with its `n`
+ * choices; with `echo`, each choice's text begins with its prompt's (token ids as the model's text).
+ */
 export async function serveCompletion(body: CompletionRequest, context: GenerationContext): Promise<void> {
-    await serveGeneration("completions", body, {prompt: body.prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})}, context);
+    const echoes: string[] = [];
+    const jobs: EngineJob[] = [];
+    for (const [index, prompt] of body.prompts.entries()) {
+        const input: GenerationSource = typeof prompt === "string"
+            ? {prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})} : {promptTokens: prompt};
+        const params: SamplingParams & {promptLogprobs?: number} =
+            body.echo && body.logprobs !== undefined ? {...body, promptLogprobs: body.logprobs} : body;
+        jobs.push(...choicesOf(params, input));
+        if (body.echo)
+            echoes.push(typeof prompt === "string" ? prompt : await promptText(prompt, context, index, body.prompts.length));
+    }
+    await serveGeneration("completions", body, jobs, echoes, context);
+}
+
+/** A token prompt's text, for its echo (ids outside the vocabulary are the prompt's error). */
+async function promptText(tokens: number[], {client}: GenerationContext, index: number, prompts: number): Promise<string> {
+    try {
+        return await client.detokenize(tokens);
+    } catch (error) {
+        if (client.state !== "ready")
+            throw new ApiRequestError(`the model is not running: ${errorMessage(error)}`, null, 503, "server_error", "engine_unavailable");
+        throw new ApiRequestError(errorMessage(error), prompts > 1 ? `prompt[${index}]` : "prompt", 400);
+    }
+}
+
+/** `n` choices of one input: one job each; with a seed, choice i samples with seed + i (the same seed would give n equal answers). */
+function choicesOf(params: SamplingParams & {promptLogprobs?: number}, input: GenerationSource): EngineJob[] {
+    return Array.from({length: params.n}, (_, i) =>
+        ({input, params: params.seed === undefined || i === 0 ? params : {...params, seed: params.seed + i}}));
 }
 
 /** The chat and completions endpoints' names for what an engine refusal is about. */
 function fieldsOf(kind: Kind, withSuffix: boolean): RefusalFields {
-    return {responseFormat: "response_format", maxTokens: "max_tokens", ...kind === "completions" && withSuffix ? {suffix: "suffix"} : {}};
+    return {responseFormat: "response_format", maxTokens: "max_tokens", input: "prompt",
+        ...kind === "completions" && withSuffix ? {suffix: "suffix"} : {}};
 }
 
-async function serveGeneration(kind: Kind, params: SamplingParams, input: GenerationSource,
+/** `echoes`: with `echo`, each prompt's text (choice i belongs to prompt ⌊i / n⌋). */
+async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonly EngineJob[], echoes: readonly string[],
                                context: GenerationContext): Promise<void> {
     const {client, response} = context;
-    const fields = fieldsOf(kind, input.suffix !== undefined);
-    // `n` choices: one request each; with a seed, choice i samples with seed + i (the same seed would give n equal answers).
-    const choices = Array.from({length: params.n}, (_, i) =>
-        params.seed === undefined || i === 0 ? params : {...params, seed: params.seed + i});
-    await runEngineRequests(context, input, choices, fields, async (handles) => {
+    const fields = fieldsOf(kind, jobs[0]?.input.suffix !== undefined);
+    await runEngineRequests(context, jobs, fields, async (handles) => {
         const ids: ResponseIds = {
             id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${handles[0]!.id.replaceAll("-", "")}`,
             created: Math.floor(Date.now() / 1000),
             model: context.modelId
         };
+        const answer: Answer = {kind, ids, n: params.n, echoes};
         if (params.stream)
-            await stream(kind, ids, params.includeUsage, handles, response);
+            await stream(answer, params.includeUsage, handles, response);
         else
-            await respondWhole(kind, ids, await Promise.all(handles.map((handle) => handle.done)), client, fields, response);
+            await respondWhole(answer, await Promise.all(handles.map((handle) => handle.done)), client, fields, response);
     });
 }
 
 type ResponseIds = {id: string, created: number, model: string};
+/** How the choices are answered: `n` choices per prompt; `echoes`, with `echo`, each prompt's text. */
+type Answer = {kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[]};
 
 /**
  * OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`)
- * and, for an answer whose reasoning was separated, the reasoning's tokens.
+ * and, for an answer whose reasoning was separated, the reasoning's tokens. `n`: choices per prompt.
  */
-function usageOf(results: readonly RequestResult[]): Usage {
-    // n choices: the prompt counted once (as OpenAI counts it), the completions' tokens summed.
-    const {promptTokens, cachedTokens} = results[0]!;
+function usageOf(results: readonly RequestResult[], n: number): Usage {
+    // n choices: each prompt counted once (as OpenAI counts it), the completions' tokens summed.
+    const firsts = results.filter((_, index) => index % n === 0);
+    const promptTokens = firsts.reduce((sum, result) => sum + result.promptTokens, 0);
+    const cachedTokens = firsts.reduce((sum, result) => sum + result.cachedTokens, 0);
     const generatedTokens = results.reduce((sum, result) => sum + result.generatedTokens, 0);
     const reasoned = results.filter((result) => result.reasoning !== undefined);
     return {prompt_tokens: promptTokens, completion_tokens: generatedTokens, total_tokens: promptTokens + generatedTokens,
@@ -102,7 +144,7 @@ function chatChoice(result: RequestResult, index: number): ChatCompletion["choic
     return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
 }
 
-async function respondWhole(kind: Kind, ids: ResponseIds, results: readonly RequestResult[], client: EngineClient, fields: RefusalFields,
+async function respondWhole({kind, ids, n, echoes}: Answer, results: readonly RequestResult[], client: EngineClient, fields: RefusalFields,
                             response: http.ServerResponse): Promise<void> {
     if (results.some((result) => result.reason === "abort") && response.destroyed)
         return;
@@ -110,10 +152,14 @@ async function respondWhole(kind: Kind, ids: ResponseIds, results: readonly Requ
     if (failed !== undefined)
         throw refusal(failed, client, fields);
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", usage: usageOf(results), choices: results.map(chatChoice)}
-        : {...ids, object: "text_completion", usage: usageOf(results),
-            choices: results.map((result, index) => ({index, text: result.text, finish_reason: finishReason(result),
-                logprobs: result.logprobs !== undefined ? completionLogprobs(result.logprobs) : null}))};
+        ? {...ids, object: "chat.completion", usage: usageOf(results, n), choices: results.map(chatChoice)}
+        : {...ids, object: "text_completion", usage: usageOf(results, n),
+            choices: results.map((result, index) => {
+                const echo: string | undefined = echoes[Math.floor(index / n)];
+                return {index, text: (echo ?? "") + result.text, finish_reason: finishReason(result),
+                    logprobs: result.logprobs !== undefined || result.promptLogprobs !== undefined
+                        ? completionLogprobs(result.logprobs ?? [], 0, echo !== undefined ? result.promptLogprobs : undefined) : null};
+            })};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
     response.end(text);
@@ -139,8 +185,11 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
         logprobs: logprobs !== undefined ? chatLogprobs(logprobs.entries) : null}]};
 }
 
-/** Streams `n` choices (one handle each), their chunks interleaved as they come, each marked with its choice's index. */
-async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handles: readonly RequestHandle[],
+/**
+ * Streams the choices (one handle each), their chunks interleaved as they come, each marked with its choice's index;
+ * with `echo`, a choice's first chunk is its prompt (with the prompt's log-probabilities when scored).
+ */
+async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, handles: readonly RequestHandle[],
                       response: http.ServerResponse): Promise<void> {
     response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
     response.flushHeaders();
@@ -152,7 +201,19 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         if (kind === "chat")
             send(chunk(kind, ids, index, undefined, null, true));
         let offset = 0;
+        let echo: string | undefined = echoes[Math.floor(index / n)];
+        // The prompt is scored before the first token, so its scores are there when the first piece (or the end) is.
+        const sendEcho = (): void => {
+            if (echo === undefined)
+                return;
+            const scores = handle.promptLogprobs;
+            send({...ids, object: "text_completion", choices: [{index, text: echo, finish_reason: null,
+                logprobs: scores !== undefined ? completionLogprobs([], 0, scores) : null}]} satisfies CompletionChunk);
+            offset += promptLength(scores);
+            echo = undefined;
+        };
         for await (const piece of handle) {
+            sendEcho();
             // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
             const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
             // Reasoning streams as llama.cpp's server streams it: `reasoning_content` deltas, before the content that follows it.
@@ -166,6 +227,7 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         const result = await handle.done;
         if (response.destroyed || result.reason === "error" || result.reason === "abort")
             return result;
+        sendEcho();
         // Tool calls arrive whole, after the text: the engine knows a call only once it has ended.
         const toolCalls = toolCallsOf(result);
         if (kind === "chat" && toolCalls !== undefined)
@@ -183,6 +245,11 @@ async function stream(kind: Kind, ids: ResponseIds, includeUsage: boolean, handl
         const code = failed.reason === "abort" ? "cancelled" : "engine_error";
         send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
     } else if (includeUsage)
-        send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results)});
+        send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results, n)});
     response.end("data: [DONE]\n\n");
+}
+
+/** The text length of a scored prompt's tokens (where the first generated token's offset starts after an echo). */
+function promptLength(scores: PromptLogprobs | undefined): number {
+    return scores === undefined ? 0 : scores.logprobs.reduce((sum, entry) => sum + entry.token.length, scores.first.length);
 }

@@ -2,7 +2,7 @@
  * The engine's per-token log-probabilities in OpenAI's two response shapes: chat's list of tokens with
  * their bytes and alternatives, and completions' parallel arrays with each token's offset in the text.
  */
-import type {TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {PromptLogprobs, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {ChatLogprobs, CompletionLogprobs} from "../../../protocol/openaiApi.js";
 
 const utf8 = (text: string): number[] => [...Buffer.from(text, "utf8")];
@@ -12,15 +12,23 @@ export function chatLogprobs(entries: readonly TokenLogprob[]): ChatLogprobs {
         top_logprobs: entry.top.map((top) => ({token: top.token, logprob: top.logprob, bytes: utf8(top.token)}))})), refusal: null};
 }
 
-/** `offset`: where the first of `entries` starts in the generated text (a stream's running count). */
-export function completionLogprobs(entries: readonly TokenLogprob[], offset = 0): CompletionLogprobs {
-    const textOffset: number[] = [];
+/**
+ * `offset`: where the first of `entries` starts in the text (a stream's running count). `prompt`: an echoed prompt's
+ * scores, which come first; its first token has no log-probability (null, as OpenAI's echo reports it).
+ */
+export function completionLogprobs(entries: readonly TokenLogprob[], offset = 0, prompt?: PromptLogprobs): CompletionLogprobs {
+    const shape: CompletionLogprobs = {tokens: [], token_logprobs: [], top_logprobs: [], text_offset: []};
     let at = offset;
-    for (const entry of entries) {
-        textOffset.push(at);
-        at += entry.token.length;
-    }
-    return {tokens: entries.map((entry) => entry.token), token_logprobs: entries.map((entry) => entry.logprob),
-        top_logprobs: entries.map((entry) => Object.fromEntries(entry.top.map((top) => [top.token, top.logprob]))),
-        text_offset: textOffset};
+    const add = (token: string, logprob: number | null, top: TokenLogprob["top"] | null): void => {
+        shape.tokens.push(token);
+        shape.token_logprobs.push(logprob);
+        shape.top_logprobs.push(top === null ? null : Object.fromEntries(top.map((other) => [other.token, other.logprob])));
+        shape.text_offset.push(at);
+        at += token.length;
+    };
+    if (prompt !== undefined)
+        add(prompt.first, null, null);
+    for (const entry of [...prompt?.logprobs ?? [], ...entries])
+        add(entry.token, entry.logprob, entry.top);
+    return shape;
 }
