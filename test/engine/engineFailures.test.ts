@@ -173,7 +173,7 @@ describe("engine process: malformed IPC messages", () => {
             assert.match(rejected[9]!.reason, /cancel\.id: expected a string/);
             assert.match(rejected[0]!.reason, /unknown message type "launchMissiles"/);
             assert.match(rejected[2]!.reason, /prompt: expected a string/);
-            assert.match(rejected[3]!.reason, /exactly one of prompt and messages/);
+            assert.match(rejected[3]!.reason, /exactly one of prompt, promptTokens and messages/);
             assert.match(rejected[4]!.reason, /maxTokens: expected an integer/);
         } finally {
             child.kill("SIGKILL");
