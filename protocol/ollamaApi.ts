@@ -39,7 +39,9 @@ export type OllamaRequest = EngineFields & {
      * `/api/generate` without `raw`: Ollama renders the prompt with the model's template as a user turn after `system`
      * (the route does, or for a model without a chat template sends the bare text, as Ollama's default template does).
      */
-    templated?: {system: string, prompt: string}
+    templated?: {system: string, prompt: string},
+    /** `think` true or an effort level: reasoning asked for (Ollama refuses it for a model that cannot reason). */
+    thinkAskedFor?: boolean
 };
 
 /** Ollama's sampling defaults where the engine's differ (its `api.DefaultOptions`). */
@@ -196,7 +198,9 @@ function common(body: JsonObject): Omit<OllamaRequest, "prompt" | "messages" | "
     const request: ReturnType<typeof common> = {model: body.model, stream: optionalBooleanField(body, "stream") ?? true, ...parseOptions(body.options)};
     const responseFormat = parseFormat(body.format);
     if (responseFormat !== undefined) request.responseFormat = responseFormat;
-    if (parseThink(body.think) === false) request.allowReasoning = false;
+    const think = parseThink(body.think);
+    if (think === false) request.allowReasoning = false;
+    if (think === true) request.thinkAskedFor = true;
     const logprobs = parseLogprobs(body);
     if (logprobs !== undefined) request.logprobs = logprobs;
     return request;

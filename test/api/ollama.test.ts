@@ -172,6 +172,11 @@ describe("Ollama API: chat and generate", () => {
         })());
         assert.equal(streamed.status, 400, "refused before the stream starts");
         assert.match(streamed.message, /fill-in-the-middle/);
+        // Ollama refuses reasoning asked of a model that cannot reason (this one's template has no reasoning segment).
+        assert.deepEqual(await refusalOf(ollama.chat({model: "m", messages: [{role: "user", content: "Hi"}], think: true, stream: false})),
+            {status: 400, message: "\"m\" does not support thinking"});
+        assert.equal((await ollama.chat({model: "m", messages: [{role: "user", content: "Hi"}], think: false, stream: false,
+            options: {num_predict: 2}})).done, true, "think: false is no error");
         const pull = await refusalOf(ollama.pull({model: "llama3.2"}));
         assert.equal(pull.status, 501);
         assert.match(pull.message, /runs the one model file/);

@@ -13,6 +13,7 @@ import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
+import {ApiRequestError} from "../../../protocol/openaiFields.js";
 
 type Kind = "chat" | "generate";
 
@@ -37,6 +38,9 @@ function sourceOf(body: OllamaRequest, hasChatTemplate: boolean): GenerationSour
 }
 
 export async function serveOllama(kind: Kind, body: OllamaRequest, context: GenerationContext): Promise<void> {
+    // As Ollama answers it: reasoning asked of a model whose template has none is a request error, not ignored.
+    if (body.thinkAskedFor === true && context.info.model.reasoning !== true)
+        throw new ApiRequestError(`${JSON.stringify(body.model)} does not support thinking`, "think", 400);
     if (body.loadOnly)
         return loaded(kind, body.model, context);
     const input = sourceOf(body, context.info.model.toolCalling === true);
