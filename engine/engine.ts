@@ -26,6 +26,7 @@ import {WaitingQueue} from "./waitingQueue.js";
 import {EmbeddingRunner} from "./embeddingRunner.js";
 import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
+import {LineLimits} from "./lineLimits.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -80,6 +81,10 @@ type ActiveRequest = {
     promptLogprobs: number | undefined,
     /** Whether the scored prompt's log-probabilities went out (a preempted request resumes without scoring it again). */
     promptScored: boolean,
+    /** Code completion's limits on lines (GenerateRequest.minIndent, maxGenerationMs), when asked for. */
+    lineLimits: LineLimits | undefined,
+    /** When its first token was sampled (engine clock). */
+    firstTokenAt: number | undefined,
     /** Text, token times and log-probabilities produced since the last flush. */
     pendingText: string,
     pendingReasoning: string,
@@ -322,6 +327,9 @@ export class Engine {
             logprobs: request.logprobs,
             promptLogprobs: request.promptLogprobs,
             promptScored: false,
+            lineLimits: request.minIndent !== undefined || request.maxGenerationMs !== undefined
+                ? new LineLimits(request.minIndent ?? 0, request.maxGenerationMs ?? 0) : undefined,
+            firstTokenAt: undefined,
             pendingText: "",
             pendingReasoning: "",
             pendingTimes: [],
@@ -406,7 +414,8 @@ export class Engine {
     /** Tokenizes an accepted request's input and queues it. */
     private enqueue(active: ActiveRequest, request: GenerateRequest): void {
         try {
-            active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart);
+            active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart,
+                {batchSize: this.loaded.context.batchSize, sequenceCapacity: this.sequenceCapacity, maxTokens: request.maxTokens});
             active.detokenizer.follow(active.promptTokens);
         } catch (error) {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
@@ -547,7 +556,9 @@ export class Engine {
             // second token waits for their prompts instead. Decided before any await: the erase below
             // may wait for the batch in flight.
             const scoring = scoresPrompt(request);
-            const whole = !scoring && this.decoding === 0 &&
+            // A prompt to score, or only to evaluate (nothing to generate), goes in pieces up to its last token.
+            const inPieces = scoring || request.maxTokens === 0;
+            const whole = !inPieces && this.decoding === 0 &&
                 (this.barrier.memberCount === 0 || input.length - next <= this.loaded.context.batchSize);
             if (whole)
                 member = this.barrier.join(order);
@@ -561,14 +572,13 @@ export class Engine {
                 this.prefilling++;
                 const scores: TokenLogprob[] = [];
                 try {
-                    // A prompt to score goes in pieces up to its last token whether or not others decode: each piece's
-                    // tokens are evaluated with their next-token distributions read.
+                    // Whether or not others decode; a scored piece's tokens are evaluated with their next-token distributions read.
                     while (request.stop === undefined &&
-                        (scoring ? next < input.length - 1 : this.barrier.memberCount > 0 && input.length - next > this.prefillChunk())) {
+                        (inPieces ? next < input.length - 1 : this.barrier.memberCount > 0 && input.length - next > this.prefillChunk())) {
                         await this.barrier.nextStep(order);
                         // The share may have grown meanwhile (another prefill ended); the last token always
                         // stays for `evaluate`, whose logits give the first new token.
-                        const share = scoring && this.barrier.memberCount === 0 ? this.loaded.context.batchSize : this.prefillChunk();
+                        const share = inPieces && this.barrier.memberCount === 0 ? this.loaded.context.batchSize : this.prefillChunk();
                         const size = Math.min(share, input.length - next - 1);
                         if (request.stop !== undefined || size <= 0)
                             break;
@@ -588,10 +598,11 @@ export class Engine {
                     request.promptScored = true;
                     this.emit({kind: "promptLogprobs", id: request.id, t: nowMs(),
                         first: this.loaded.model.detokenize(input.slice(0, 1), true), logprobs: scores});
-                    // Only scoring asked for: the last prompt token's distribution would be the first new token's.
-                    if (request.maxTokens === 0)
-                        reason = "length";
                 }
+                // Nothing to generate: the last prompt token's logits would be the first new token's (a later request
+                // with this prefix evaluates that token again anyway).
+                if (request.maxTokens === 0 && request.stop === undefined)
+                    reason = "length";
                 if (reason === undefined) {
                     await this.barrier.nextStep(order);
                     if (request.stop === undefined)
@@ -621,6 +632,10 @@ export class Engine {
                     if (request.stop === "cancel")
                         break;
                     this.recordToken(request, token, t, probabilities);
+                    if (request.lineLimits?.stopped === true) {
+                        reason = "length";
+                        break;
+                    }
                     if (request.stopStrings.hasStopped) {
                         reason = "stop";
                         break;
@@ -691,7 +706,11 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        this.addOutput(request, request.stopStrings.push(request.detokenizer.push(token)), true);
+        request.firstTokenAt ??= t;
+        const text = request.stopStrings.push(request.detokenizer.push(token));
+        const limits = request.lineLimits;
+        this.addOutput(request, limits === undefined ? text : limits.push(text), true);
+        limits?.timeUp(text, t - request.firstTokenAt);
         request.pendingTimes.push(t);
         if (request.logprobs !== undefined)
             request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs, this.pieceContext()));
@@ -727,7 +746,8 @@ export class Engine {
 
     private finish(request: ActiveRequest, reason: FinishReason, error?: string, errorCode?: RequestErrorCode): void {
         const stopped = request.stopStrings;
-        this.addOutput(request, stopped.push(request.detokenizer.flush()) + stopped.flush(), false);
+        const held = stopped.push(request.detokenizer.flush()) + stopped.flush();
+        this.addOutput(request, request.lineLimits?.push(held) ?? held, false);
         const rest = request.reasoning?.finish();
         if (rest !== undefined) {
             request.pendingReasoning += rest.reasoning;
@@ -885,8 +905,8 @@ function inputTokens(request: ActiveRequest): Token[] {
 function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean): string | undefined {
     if (request.debugBlockMs !== undefined && !allowDebugRequests)
         return "debugBlockMs is a test-only field and this engine does not allow debug requests";
-    if (request.maxTokens < 0 || (request.maxTokens === 0 && request.promptLogprobs === undefined))
-        return `maxTokens must be > 0 (0 only with promptLogprobs), got ${request.maxTokens}`;
+    if (request.maxTokens < 0)
+        return `maxTokens must be ≥ 0, got ${request.maxTokens}`;
     if (request.temperature !== undefined && request.temperature < 0)
         return `temperature must be ≥ 0, got ${request.temperature}`;
     if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
@@ -894,6 +914,10 @@ function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean)
     const logprobs = request.logprobs;
     if (logprobs !== undefined && !(Number.isInteger(logprobs) && logprobs >= 0 && logprobs <= maxTopLogprobs))
         return `logprobs must be an integer from 0 to ${maxTopLogprobs}, got ${request.logprobs}`;
+    if (request.minIndent !== undefined && !(Number.isInteger(request.minIndent) && request.minIndent >= 0))
+        return `minIndent must be an integer ≥ 0, got ${request.minIndent}`;
+    if (request.maxGenerationMs !== undefined && !(request.maxGenerationMs >= 0))
+        return `maxGenerationMs must be ≥ 0, got ${request.maxGenerationMs}`;
     const promptLogprobs = request.promptLogprobs;
     if (promptLogprobs !== undefined && !(Number.isInteger(promptLogprobs) && promptLogprobs >= 0 && promptLogprobs <= maxTopLogprobs))
         return `promptLogprobs must be an integer from 0 to ${maxTopLogprobs}, got ${promptLogprobs}`;

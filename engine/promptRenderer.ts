@@ -3,6 +3,7 @@ import type {ChatMessage, GenerateRequest, ToolDefinition} from "../protocol/eng
 import {ChatHistoryError, chatHistoryOf} from "./chatHistory.js";
 import {toolCallSyntaxOf, type ToolCallSyntax} from "./tools/toolCallSyntax.js";
 import {reasoningSyntaxOf, type ReasoningSyntax, type WrapperThoughtSettings} from "./reasoning/reasoningSyntax.js";
+import {infillPrompt, type InfillLimits} from "./infillPrompt.js";
 
 /** The model's GGUF chat template (`tokenizer.chat_template`), when it has one. */
 export function chatTemplateOf(model: LlamaModel): string | undefined {
@@ -39,12 +40,17 @@ export class PromptInputError extends Error {
  * node-llama-cpp documents functions in the system prompt).
  */
 export function renderPrompt(model: LlamaModel,
-                             request: Pick<GenerateRequest, "prompt" | "promptTokens" | "messages" | "suffix" | "tools" | "continueFinalMessage">,
-                             answerStart?: AnswerStart): Token[] {
+                             request: Pick<GenerateRequest, "prompt" | "promptTokens" | "messages" | "suffix" | "infill" | "tools" |
+                                 "continueFinalMessage">,
+                             answerStart?: AnswerStart, limits?: InfillLimits): Token[] {
     if (request.promptTokens !== undefined)
         return [...request.promptTokens] as Token[];
-    if (request.prompt !== undefined && request.suffix !== undefined)
-        return fillInTheMiddle(model, request.prompt, request.suffix);
+    if (request.prompt !== undefined && request.suffix !== undefined) {
+        const fim = fimTokens(model);
+        if (request.infill !== undefined && limits !== undefined)
+            return infillPrompt(model, fim, beginning(model), request.prompt, request.suffix, request.infill, limits);
+        return fillInTheMiddle(model, fim, request.prompt, request.suffix);
+    }
     if (request.prompt !== undefined)
         return textPrompt(model, request.prompt);
     const messages = request.messages ?? [];
@@ -80,12 +86,17 @@ function textPrompt(model: LlamaModel, text: string): Token[] {
     return [...beginning(model), ...model.tokenize(text, true)];
 }
 
-function fillInTheMiddle(model: LlamaModel, prefix: string, suffix: string): Token[] {
-    const {prefix: pre, suffix: suf, middle: mid} = model.tokens.infill;
-    if (pre === null || suf === null || mid === null)
+/** The model's FIM prefix, suffix and middle tokens; a model without them cannot fill in the middle. */
+function fimTokens(model: LlamaModel): {prefix: Token, suffix: Token, middle: Token} {
+    const {prefix, suffix, middle} = model.tokens.infill;
+    if (prefix === null || suffix === null || middle === null)
         throw new PromptInputError("this model has no fill-in-the-middle tokens (FIM prefix, suffix and middle), so `suffix` cannot be used");
+    return {prefix, suffix, middle};
+}
+
+function fillInTheMiddle(model: LlamaModel, fim: {prefix: Token, suffix: Token, middle: Token}, prefix: string, suffix: string): Token[] {
     // CodeLlama's `<s><PRE> …`: BOS first where the vocabulary asks for it, as llama.cpp's server does.
-    return [...beginning(model), pre, ...model.tokenize(prefix, false), suf, ...model.tokenize(suffix, false), mid];
+    return [...beginning(model), fim.prefix, ...model.tokenize(prefix, false), fim.suffix, ...model.tokenize(suffix, false), fim.middle];
 }
 
 let chatWrapperModule: NodeLlamaCpp | undefined;

@@ -54,7 +54,10 @@ export type GenerateRequest = {
      * `continue_final_message`) instead of starting a new turn. Default false.
      */
     continueFinalMessage?: boolean,
-    /** Number of tokens to generate at most (> 0; 0 only with `promptLogprobs`: the prompt is scored, nothing generated). */
+    /**
+     * Number of tokens to generate at most; 0: none — the prompt is only evaluated (left in the prefix cache, as
+     * llama.cpp's server does with `n_predict: 0`) or, with `promptLogprobs`, scored.
+     */
     maxTokens: number,
     /**
      * `maxTokens` is an upper bound that may be lowered to what the context leaves after the prompt
@@ -111,6 +114,15 @@ export type GenerateRequest = {
     stop?: string[],
     /** With `prompt`: fill in the middle between `prompt` and `suffix` (needs the model's FIM tokens). */
     suffix?: string,
+    /** With `prompt` and `suffix`: llama.cpp's `/infill` prompt, with the cursor's line and other files' code. */
+    infill?: InfillContext,
+    /**
+     * Stop (reason `length`) where a generated line starts with less indentation than this many spaces or tabs; that
+     * line's text from there on is not output (llama.cpp's `n_indent`, for code completion).
+     */
+    minIndent?: number,
+    /** Stop (reason `length`) at a generated newline once this many ms passed since the first token (llama.cpp's `t_max_predict_ms`). */
+    maxGenerationMs?: number,
     /** Higher is scheduled first and may preempt lower-priority running requests. Default 0. */
     priority?: number,
     /** Keep generating past end-of-sequence tokens (like vLLM's `ignore_eos`), for exact output lengths. */
@@ -148,6 +160,11 @@ export type TokenLogprob = {token: string, logprob: number, top: TopLogprob[]};
  * tokens (absent: the vocabulary has none), whether a text prompt begins with BOS, and the GGUF's chat template.
  */
 export type TokenizerInfo = {bos?: string, eos?: string, addBos: boolean, chatTemplate?: string};
+
+/** llama.cpp's `/infill` input beyond prefix and suffix: the cursor's line up to the cursor, and other files' code. */
+export type InfillContext = {cursorLine: string, extra: Array<{filename: string, text: string}>};
+/** The most other-file chunks an infill request may carry. */
+export const maxInfillChunks = 1024;
 
 /** A scored prompt (GenerateRequest.promptLogprobs): its first token's text, which has no log-probability, and the others' entries. */
 export type PromptLogprobs = {first: string, logprobs: TokenLogprob[]};
@@ -468,6 +485,21 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
             throw new ProtocolError("request.suffix: only with prompt");
         request.suffix = suffix;
     }
+    if (obj.infill !== undefined) {
+        if (suffix === undefined)
+            throw new ProtocolError("request.infill: only with prompt and suffix");
+        const infill = expectObject(obj.infill, "request.infill");
+        request.infill = {cursorLine: expectString(infill, "cursorLine", "request.infill"),
+            extra: expectArray(infill, "extra", "request.infill", maxInfillChunks).map((value, i) => {
+                const chunk = expectObject(value, `request.infill.extra[${i}]`);
+                return {filename: expectString(chunk, "filename", `request.infill.extra[${i}]`, 4096),
+                    text: expectString(chunk, "text", `request.infill.extra[${i}]`)};
+            })};
+    }
+    const minIndent = optionalInteger(obj, "minIndent", what);
+    if (minIndent !== undefined) request.minIndent = minIndent;
+    const maxGenerationMs = optionalNumber(obj, "maxGenerationMs", what);
+    if (maxGenerationMs !== undefined) request.maxGenerationMs = maxGenerationMs;
     const seed = optionalInteger(obj, "seed", what);
     if (seed !== undefined) request.seed = seed;
     const priority = optionalNumber(obj, "priority", what);

@@ -396,3 +396,42 @@ describe("embeddings: odd bodies", () => {
         assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 10, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
     });
 });
+
+describe("llama.cpp's /completion and /infill: odd bodies", () => {
+    const api = apiForSuite(async () => ({mode: "inProcess" as const,
+        modelPath: await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, fillInMiddle: true})}));
+    const fields = ["n_predict", "temperature", "top_k", "top_p", "min_p", "seed", "stop", "stream", "ignore_eos", "repeat_penalty",
+        "repeat_last_n", "presence_penalty", "frequency_penalty", "logit_bias", "json_schema", "n_indent", "t_max_predict_ms", "n_probs",
+        "grammar", "cache_prompt", "samplers", "input_extra", "prompt"];
+
+    test("200 or a 4xx naming a field for 150 seeded random bodies; a 200 ends with stop: true; the engine keeps serving", async () => {
+        const next = random(20261207);
+        const statuses = new Map<number, number>();
+        const base = api.openai.baseURL.replace(/\/v1$/, "");
+        for (let i = 0; i < 150; i++) {
+            const infill = next() < 0.5;
+            const body: Record<string, unknown> = infill
+                ? {input_prefix: next() < 0.9 ? "def f(x):\n" : oddValue(next), input_suffix: next() < 0.9 ? "\n    return y\n" : oddValue(next),
+                    prompt: "    y = ", input_extra: next() < 0.5 ? [{filename: "a.py", text: "import os\n"}] : []}
+                : {prompt: next() < 0.8 ? "Once upon" : oddValue(next)};
+            for (let k = 0; k < 1 + Math.floor(next() * 3); k++)
+                body[fields[Math.floor(next() * fields.length)]!] = oddValue(next);
+            if (typeof body.n_predict !== "number" || body.n_predict > 4 || body.n_predict < 0)
+                body.n_predict = 3;
+            const response = await fetch(`${base}/${infill ? "infill" : "completion"}`, {method: "POST", headers: {"content-type": "application/json"},
+                body: JSON.stringify(body)});
+            const text = await response.text();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+            assert.ok(response.status === 200 || (response.status >= 400 && response.status < 500), `${response.status} for ${JSON.stringify(body)}: ${text}`);
+            if (response.status !== 200) {
+                assert.equal(typeof (JSON.parse(text) as {error: {message: unknown}}).error.message, "string", text);
+                continue;
+            }
+            const last = body.stream === true ? text.trimEnd().split("\n\n").at(-1)!.slice("data: ".length) : text;
+            assert.equal((JSON.parse(last) as {stop: boolean}).stop, true, `${JSON.stringify(body)}: ${text.slice(-300)}`);
+        }
+        assert.ok((statuses.get(200) ?? 0) > 20 && (statuses.get(400) ?? 0) > 20, `both outcomes drawn: ${JSON.stringify([...statuses])}`);
+        const after = await fetch(`${base}/completion`, {method: "POST", body: JSON.stringify({prompt: "Hi", n_predict: 2, ignore_eos: true})});
+        assert.equal((await after.json() as {tokens_predicted: number}).tokens_predicted, 2);
+    });
+});

@@ -164,13 +164,13 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             }
         });
 
-        test("prompt longer than the context, maxTokens <= 0: the request ends with a typed error", async () => {
+        test("prompt longer than the context, maxTokens < 0: the request ends with a typed error", async () => {
             const long = await client.generate({prompt: "word ".repeat(3000), maxTokens: 8}).done;
             assert.equal(long.reason, "error");
             assert.match(long.error!, /context holds 1024 tokens/);
-            const zero = await client.generate({prompt, maxTokens: 0}).done;
-            assert.equal(zero.reason, "error");
-            assert.match(zero.error!, /maxTokens/);
+            const negative = await client.generate({prompt, maxTokens: -1}).done;
+            assert.equal(negative.reason, "error");
+            assert.match(negative.error!, /maxTokens must be ≥ 0/);
             const ok = await client.generate({prompt, maxTokens: 3, ignoreEos: true}).done;
             assert.equal(ok.generatedTokens, 3, "the engine still serves");
         });
@@ -230,9 +230,13 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.ok(lowResult.preemptions.length >= 1);
             assert.equal(lowResult.generatedTokens, 200);
             assert.deepEqual(lowResult.promptLogprobs, scoredAlone.promptLogprobs);
-            const refused = await client.generate({prompt, maxTokens: 0}).done;
-            assert.equal(refused.errorCode, "invalid_request");
-            assert.match(refused.error ?? "", /maxTokens must be > 0 \(0 only with promptLogprobs\)/);
+            // Nothing to generate and nothing to score: the prompt is evaluated into the prefix cache (llama.cpp's n_predict 0).
+            const warmed = await client.generate({prompt: `${prompt} again`, maxTokens: 0}).done;
+            assert.equal(warmed.reason, "length");
+            assert.equal(warmed.generatedTokens, 0);
+            assert.ok(warmed.metrics.prefillS !== undefined, "measured as prefill");
+            const reused = await client.generate({prompt: `${prompt} again`, maxTokens: 1}).done;
+            assert.equal(reused.cachedTokens, reused.promptTokens - 1, "all but the last token were left in the cache");
         });
 
         test("equal priority never preempts", async () => {

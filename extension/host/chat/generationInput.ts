@@ -22,6 +22,9 @@ export type GenerationParams = {
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined,
+    /** Code completion's limits (GenerateRequest.minIndent, maxGenerationMs). */
+    minIndent?: number | undefined,
+    maxGenerationMs?: number | undefined,
     /** `maxTokens` is an upper bound, lowered to what the context leaves after the prompt (as llama.cpp's server treats it). */
     clampToContext?: boolean | undefined
 };
@@ -35,7 +38,7 @@ export function defaultMaxTokens(info: EngineInfo): number {
 }
 
 /** What a request generates from: a prompt (FIM with `suffix`), token ids, or messages (with the tools they may call). */
-export type GenerationSource = Pick<GenerateInput, "prompt" | "promptTokens" | "messages" | "suffix" | "tools" | "toolChoice" | "parallelToolCalls" |
+export type GenerationSource = Pick<GenerateInput, "prompt" | "promptTokens" | "messages" | "suffix" | "infill" | "tools" | "toolChoice" | "parallelToolCalls" |
     "separateReasoning" | "allowReasoning" | "continueFinalMessage">;
 
 /** The engine request for `input` (prompt, messages or FIM), labelled with its client. */
@@ -58,6 +61,8 @@ export function generationInput(
         ...(params.promptLogprobs !== undefined ? {promptLogprobs: params.promptLogprobs} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
-        ...(params.ignoreEos === true ? {ignoreEos: true} : {})
+        ...(params.ignoreEos === true ? {ignoreEos: true} : {}),
+        ...(params.minIndent !== undefined ? {minIndent: params.minIndent} : {}),
+        ...(params.maxGenerationMs !== undefined ? {maxGenerationMs: params.maxGenerationMs} : {})
     };
 }

@@ -150,7 +150,8 @@ export class RequestState {
             metrics.inferenceS = seconds(lastToken, scheduled);
         if (metrics.decodeS !== undefined && this.tokenTimes.length > 1)
             metrics.tpotS = metrics.decodeS / (this.tokenTimes.length - 1);
-        const onlyPrefill = this.embedding !== undefined || (this.promptLogprobs !== undefined && this.tokenTimes.length === 0);
+        // Nothing asked to be generated: the prompt evaluated (and maybe scored) only.
+        const onlyPrefill = this.embedding !== undefined || (lifecycle.maxTokens === 0 && this.tokenTimes.length === 0);
         if (onlyPrefill && scheduled !== undefined) {
             // An embedding's evaluation is all prefill, as a prompt's that is only scored; its prompt tokens count when
             // it ends (there is no first token).

@@ -48,6 +48,8 @@ import {parseResponsesRequest} from "../../../protocol/openaiResponses.js";
 import {ollamaApiVersion, parseOllamaChatRequest, parseOllamaGenerateRequest, parseOllamaShowRequest, type OllamaErrorBody} from "../../../protocol/ollamaApi.js";
 import {ollamaRunningEntry, ollamaShow, ollamaTagsEntry} from "../ollama/ollamaModel.js";
 import {serveOllama} from "../ollama/ollamaRoute.js";
+import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
+import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {parseEmbeddingsRequest, parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingsRequest} from "../../../protocol/embeddingsApi.js";
 import {serveEmbeddings, serveOllamaEmbed, serveOllamaLegacyEmbeddings} from "../embeddings/embeddingsRoute.js";
 
@@ -199,7 +201,7 @@ export class ApiServer {
             response.end(method === "HEAD" ? undefined : body);
             return;
         }
-        if (pathname.startsWith("/v1/") || pathname.startsWith("/api/") || tokenizerPaths.has(pathname))
+        if (pathname.startsWith("/v1/") || pathname.startsWith("/api/") || tokenizerPaths.has(pathname) || llamaCppPaths.has(pathname))
             return await this.api(pathname, method, request, response);
         if (this.dashboard !== undefined)
             return this.dashboard.handle(request, response);
@@ -261,7 +263,7 @@ export class ApiServer {
         }
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
-        if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname))
+        if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname) && !llamaCppPaths.has(pathname))
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
@@ -288,6 +290,8 @@ export class ApiServer {
             await tokenize(parseTokenizeRequest(body), client, response);
         else if (pathname === "/detokenize")
             await detokenize(parseDetokenizeRequest(body), client, response);
+        else if (pathname === "/completion" || pathname === "/infill")
+            await serveLlamaCompletion(parseLlamaCompletionRequest(body, pathname === "/infill" ? "infill" : "completion"), context);
         else if (pathname === "/api/chat")
             await serveOllama("chat", parseOllamaChatRequest(body), context);
         else if (pathname === "/api/generate")
@@ -395,6 +399,8 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 
 /** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
 const tokenizerPaths = new Set(["/tokenize", "/detokenize", "/tokenizer_info"]);
+/** llama.cpp's server's own completion routes (outside /v1, as its). */
+const llamaCppPaths = new Set(["/completion", "/infill"]);
 
 async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
                         response: http.ServerResponse): Promise<void> {

@@ -1,0 +1,114 @@
+/**
+ * `POST /completion` and `POST /infill` (llama.cpp's server's own API) on the Engine: one validated request becomes one
+ * engine request, queued, scheduled and measured like every other, answered in llama-server's shape as one JSON
+ * object or a server-sent-event stream (`data: {…}` per piece, the last one with `stop: true` and the totals). The
+ * `timings` come from the request's measured lifecycle: prompt = scheduled → first token, over the prompt tokens the
+ * prefix cache did not hold; predicted = first → last token.
+ */
+import type {LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionRequest, LlamaStopType, LlamaTimings} from "../../../protocol/llamaCppApi.js";
+import type {RequestResult} from "../engineClient/requestState.js";
+import type {RequestHandle} from "../engineClient/requestHandle.js";
+import type {GenerationSource} from "../chat/generationInput.js";
+import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
+
+const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
+
+/** llama-server answers with its slot; this server's sequences are not addressable, so every answer names slot 0. */
+const slotId = 0;
+
+function sourceOf(body: LlamaCompletionRequest): GenerationSource {
+    if (body.infill !== undefined)
+        return {prompt: body.infill.prefix, suffix: body.infill.suffix, infill: body.infill.context};
+    return typeof body.prompt === "string" ? {prompt: body.prompt} : {promptTokens: body.prompt ?? []};
+}
+
+export async function serveLlamaCompletion(body: LlamaCompletionRequest, context: GenerationContext): Promise<void> {
+    const {maxTokens, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop, ignoreEos} = body;
+    const params = {maxTokens, clampToContext: true, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop,
+        ignoreEos, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs};
+    await runEngineRequest(context, sourceOf(body), params, fields, async (handle) => {
+        if (body.stream)
+            await stream(body, handle, context);
+        else
+            await respondWhole(body, handle, context);
+    });
+}
+
+const perSecond = (count: number, ms: number): number => ms > 0 ? count / ms * 1000 : 0;
+
+function timingsOf(result: RequestResult): LlamaTimings {
+    const {scheduled, firstToken, lastToken, finished} = result;
+    const promptN = result.promptTokens - result.cachedTokens;
+    // Nothing generated (n_predict 0): the prompt's evaluation ran to the finish.
+    const promptMs = scheduled === undefined ? 0 : (firstToken ?? finished) - scheduled;
+    const predictedMs = firstToken !== undefined && lastToken !== undefined ? lastToken - firstToken : 0;
+    return {
+        cache_n: result.cachedTokens,
+        prompt_n: promptN, prompt_ms: promptMs, prompt_per_token_ms: promptN > 0 ? promptMs / promptN : 0,
+        prompt_per_second: perSecond(promptN, promptMs),
+        predicted_n: result.generatedTokens, predicted_ms: predictedMs,
+        predicted_per_token_ms: result.generatedTokens > 0 ? predictedMs / result.generatedTokens : 0,
+        predicted_per_second: perSecond(result.generatedTokens, predictedMs)
+    };
+}
+
+function stopTypeOf(result: RequestResult): LlamaStopType {
+    if (result.reason === "length")
+        return "limit";
+    return result.stopString !== undefined ? "word" : "eos";
+}
+
+function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: string, model: string): LlamaCompletionAnswer {
+    return {
+        index: 0, content, tokens: [], id_slot: slotId, stop: true, model,
+        tokens_predicted: result.generatedTokens, tokens_evaluated: result.promptTokens,
+        generation_settings: {n_predict: body.maxTokens ?? -1, ...body.temperature !== undefined ? {temperature: body.temperature} : {},
+            ...body.topK !== undefined ? {top_k: body.topK} : {}, ...body.topP !== undefined ? {top_p: body.topP} : {},
+            ...body.minP !== undefined ? {min_p: body.minP} : {}, ...body.seed !== undefined ? {seed: body.seed} : {},
+            stop: body.stop, ignore_eos: body.ignoreEos, n_indent: body.minIndent ?? 0, t_max_predict_ms: body.maxGenerationMs ?? -1},
+        prompt: body.infill !== undefined ? body.infill.prefix + body.infill.context.cursorLine
+            : typeof body.prompt === "string" ? body.prompt : "",
+        has_new_line: result.text.includes("\n"), truncated: false, stop_type: stopTypeOf(result), stopping_word: result.stopString ?? "",
+        tokens_cached: result.promptTokens + result.generatedTokens, timings: timingsOf(result)
+    };
+}
+
+async function respondWhole(body: LlamaCompletionRequest, handle: RequestHandle,
+                            {client, response, modelId}: GenerationContext): Promise<void> {
+    const result = await handle.done;
+    if (result.reason === "abort" && response.destroyed)
+        return;
+    if (result.reason === "error" || result.reason === "abort")
+        throw refusal(result, client, fields);
+    const text = JSON.stringify(answerOf(body, result, result.text, modelId));
+    response.writeHead(200, {"Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text)});
+    response.end(text);
+}
+
+async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {client, response, modelId}: GenerationContext): Promise<void> {
+    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
+    response.flushHeaders();
+    const send = (data: unknown): void => {
+        if (!response.destroyed)
+            response.write(`data: ${JSON.stringify(data)}\n\n`);
+    };
+    let predicted = 0;
+    const promptTokens = handle.promptTokens ?? 0;
+    for await (const piece of handle) {
+        predicted += piece.tokens;
+        if (piece.text !== "")
+            send({index: 0, content: piece.text, tokens: [], stop: false, id_slot: slotId, tokens_predicted: predicted,
+                tokens_evaluated: promptTokens} satisfies LlamaCompletionChunk);
+    }
+    const result = await handle.done;
+    if (response.destroyed)
+        return;
+    if (result.reason === "error" || result.reason === "abort") {
+        // llama-server ends a stream that fails midway with an error event.
+        const error = refusal(result, client, fields);
+        send({error: {code: error.status, message: error.message, type: error.type}});
+    } else
+        // The last event carries the totals, its content empty (the text went in the pieces), as llama-server's.
+        send(answerOf(body, result, "", modelId));
+    response.end();
+}

@@ -1,0 +1,161 @@
+/**
+ * llama.cpp's server's own completion API, `POST /completion` and `POST /infill` (what llama.vscode, the ggml-org
+ * VS Code extension, sends for code completion, and what scripts written against llama-server send): the request
+ * bodies this server accepts, validated on arrival, and the answers in llama-server's shape (`content`, `stop`,
+ * `stop_type`, `tokens_predicted`, `tokens_evaluated`, `tokens_cached`, `timings`).
+ *
+ * Honoured: `prompt` (text, or token ids for `/completion`), `input_prefix`, `input_suffix`, `input_extra`
+ * (`/infill`), `n_predict` (−1: what the context leaves; 0: the prompt is only evaluated, into the prefix cache),
+ * `temperature`, `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties
+ * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
+ * `json_schema`, `n_indent` and `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
+ * prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`, `typical_p`, `xtc_*`,
+ * `dry_*`, `timings_per_token`) are ignored; `n_probs` and `grammar`, whose output this server cannot give, get a 400.
+ */
+import {maxStopLength, maxStopStrings, maxInfillChunks, type InfillContext, type ResponseFormat, type SamplingPenalties,
+    type LogitBias} from "./engineMessages.js";
+import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
+import {isObject, type JsonObject} from "./validation.js";
+
+export type LlamaCompletionKind = "completion" | "infill";
+
+/** A validated `/completion` or `/infill` body, in the engine's terms. */
+export type LlamaCompletionRequest = {
+    kind: LlamaCompletionKind,
+    /** `/completion`'s prompt: text (BOS and special tokens as a completion's) or token ids (as given). */
+    prompt?: string | number[],
+    /** `/infill`'s code before and after the cursor, and the rest. */
+    infill?: {prefix: string, suffix: string, context: InfillContext},
+    /** `n_predict`: undefined for −1 (what the context leaves). */
+    maxTokens: number | undefined,
+    temperature?: number, topK?: number, topP?: number, minP?: number, seed?: number,
+    penalties?: SamplingPenalties, logitBias?: LogitBias[], responseFormat?: ResponseFormat,
+    stop: string[],
+    stream: boolean,
+    ignoreEos: boolean,
+    minIndent?: number,
+    maxGenerationMs?: number
+};
+
+/** llama-server's `stop_type`: an end-of-generation token, a stop word, a limit (`n_predict`, `n_indent`, time). */
+export type LlamaStopType = "eos" | "word" | "limit" | "none";
+
+/** llama-server's `timings` (its slot's measurements; here the request's measured lifecycle). */
+export type LlamaTimings = {
+    cache_n: number,
+    prompt_n: number, prompt_ms: number, prompt_per_token_ms: number, prompt_per_second: number,
+    predicted_n: number, predicted_ms: number, predicted_per_token_ms: number, predicted_per_second: number
+};
+
+/** One streamed piece. */
+export type LlamaCompletionChunk = {
+    index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number
+};
+
+/** The whole answer, or a stream's last event. */
+export type LlamaCompletionAnswer = {
+    index: 0, content: string, tokens: number[], id_slot: number, stop: true, model: string,
+    tokens_predicted: number, tokens_evaluated: number,
+    generation_settings: {n_predict: number, temperature?: number, top_k?: number, top_p?: number, min_p?: number, seed?: number,
+        stop: string[], ignore_eos: boolean, n_indent: number, t_max_predict_ms: number},
+    prompt: string, has_new_line: boolean, truncated: boolean, stop_type: LlamaStopType, stopping_word: string,
+    tokens_cached: number, timings: LlamaTimings
+};
+
+function optionalString(body: JsonObject, key: string): string | undefined {
+    const value = body[key];
+    if (value === undefined || value === null)
+        return undefined;
+    if (typeof value !== "string")
+        fail(key, "expected a string");
+    return value;
+}
+
+function parseStop(value: unknown): string[] {
+    if (value === undefined || value === null)
+        return [];
+    if (!Array.isArray(value))
+        fail("stop", "expected an array of strings");
+    if (value.length > maxStopStrings)
+        fail("stop", `at most ${maxStopStrings} stop strings`);
+    // llama-server skips empty stop words; so does this server.
+    return value.filter((item) => item !== "").map((item: unknown, index) => {
+        if (typeof item !== "string" || item.length > maxStopLength)
+            fail(`stop[${index}]`, `expected a string of at most ${maxStopLength} characters`);
+        return item;
+    });
+}
+
+function parsePrompt(value: unknown): string | number[] {
+    if (typeof value === "string")
+        return value;
+    if (Array.isArray(value) && value.length > 0 && value.every((token) => typeof token === "number" && Number.isSafeInteger(token) && token >= 0))
+        return value as number[];
+    return fail("prompt", "expected a string or an array of token ids");
+}
+
+function parseExtra(value: unknown): InfillContext["extra"] {
+    if (value === undefined || value === null)
+        return [];
+    if (!Array.isArray(value) || value.length > maxInfillChunks)
+        fail("input_extra", `expected an array of at most ${maxInfillChunks} {"filename": string, "text": string} chunks`);
+    return value.map((chunk: unknown, index) => {
+        if (!isObject(chunk) || typeof chunk.text !== "string")
+            fail(`input_extra[${index}].text`, "expected a string");
+        if (chunk.filename !== undefined && typeof chunk.filename !== "string")
+            fail(`input_extra[${index}].filename`, "expected a string");
+        // llama-server's name for a chunk without one.
+        return {filename: chunk.filename ?? "tmp", text: chunk.text};
+    });
+}
+
+/** Validates a `/completion` or `/infill` body; throws ApiRequestError naming the field. */
+export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletionKind): LlamaCompletionRequest {
+    if (!isObject(value))
+        throw new ApiRequestError("the request body must be a JSON object", null);
+    const body = value;
+    const nProbs = optionalNumberField(body, "n_probs", 0, 1e6, true);
+    if (nProbs !== undefined && nProbs > 0)
+        fail("n_probs", "token probabilities in llama.cpp's shape are not served here; the OpenAI endpoint's `logprobs` gives them");
+    if (typeof body.grammar === "string" && body.grammar !== "")
+        fail("grammar", "GBNF grammars are not served here; `json_schema` is");
+    const nPredict = optionalNumberField(body, "n_predict", -1, 1e9, true) ?? optionalNumberField(body, "max_tokens", -1, 1e9, true);
+    const request: LlamaCompletionRequest = {kind, maxTokens: nPredict === undefined || nPredict < 0 ? undefined : nPredict,
+        stop: parseStop(body.stop), stream: optionalBooleanField(body, "stream") ?? false, ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
+    if (kind === "infill") {
+        const prefix = optionalString(body, "input_prefix");
+        const suffix = optionalString(body, "input_suffix");
+        if (prefix === undefined)
+            fail("input_prefix", "required (a string)");
+        if (suffix === undefined)
+            fail("input_suffix", "required (a string)");
+        request.infill = {prefix, suffix, context: {cursorLine: optionalString(body, "prompt") ?? "", extra: parseExtra(body.input_extra)}};
+    } else {
+        if (body.prompt === undefined)
+            fail("prompt", "required");
+        request.prompt = parsePrompt(body.prompt);
+    }
+    const temperature = optionalNumberField(body, "temperature", -1e6, 1e6, false);
+    // llama-server samples greedily at a temperature ≤ 0.
+    if (temperature !== undefined) request.temperature = Math.max(0, temperature);
+    const topK = optionalNumberField(body, "top_k", -1e9, 1e9, true);
+    if (topK !== undefined) request.topK = Math.max(0, topK);
+    const topP = optionalNumberField(body, "top_p", 0, 1, false);
+    if (topP !== undefined && topP > 0) request.topP = topP;
+    const minP = optionalNumberField(body, "min_p", 0, 1, false);
+    if (minP !== undefined) request.minP = minP;
+    const seed = optionalNumberField(body, "seed", -1, 2 ** 32, true);
+    if (seed !== undefined && seed >= 0) request.seed = seed;
+    const penalties = parsePenalties(body);
+    if (penalties !== undefined) request.penalties = penalties;
+    const logitBias = parseLogitBias(body.logit_bias);
+    if (logitBias !== undefined && logitBias.length > 0) request.logitBias = logitBias;
+    if (isObject(body.json_schema))
+        request.responseFormat = schemaFormat(body.json_schema, "json_schema");
+    const minIndent = optionalNumberField(body, "n_indent", 0, 1e6, true);
+    if (minIndent !== undefined && minIndent > 0) request.minIndent = minIndent;
+    const maxGenerationMs = optionalNumberField(body, "t_max_predict_ms", 0, 1e9, false);
+    if (maxGenerationMs !== undefined && maxGenerationMs > 0) request.maxGenerationMs = maxGenerationMs;
+    return request;
+}
