@@ -15,6 +15,7 @@
 import {maxStopLength, maxStopStrings, maxInfillChunks, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import type {StreamChunkContent} from "./openaiApi.js";
 import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
 import {isObject, type JsonObject} from "./validation.js";
 
@@ -158,4 +159,21 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     const maxGenerationMs = optionalNumberField(body, "t_max_predict_ms", 0, 1e9, false);
     if (maxGenerationMs !== undefined && maxGenerationMs > 0) request.maxGenerationMs = maxGenerationMs;
     return request;
+}
+
+/**
+ * What a llama.cpp `/completion` or `/infill` answer or stream event carries, for a client reading it (the monitoring
+ * proxy): its text, and in the last one (`stop: true`) the finish (`stop_type` limit → `length`) and the counts.
+ * Undefined for a value that is not one.
+ */
+export function llamaCppAnswerContent(value: unknown): StreamChunkContent | undefined {
+    if (!isObject(value) || typeof value.content !== "string" || typeof value.stop !== "boolean")
+        return undefined;
+    if (!value.stop)
+        return {text: value.content, finishReason: null};
+    const prompt = value.tokens_evaluated;
+    const completion = value.tokens_predicted;
+    const counted = typeof prompt === "number" && typeof completion === "number";
+    return {text: value.content, finishReason: value.stop_type === "limit" ? "length" : "stop",
+        ...counted ? {usage: {prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion}} : {}};
 }

@@ -140,7 +140,7 @@ describe("monitoring proxy in front of `inference-monitor serve`", () => {
         assert.equal(manager.counters().requests.arrived - arrived, 2, "the two generation requests only");
         const notForwarded = await fetch(`${proxy.url}/metrics`);
         assert.equal(notForwarded.status, 404);
-        assert.match(((await notForwarded.json()) as {error: {message: string}}).error.message, /forwards \/v1\/\* and \/api\/\* only/);
+        assert.match(((await notForwarded.json()) as {error: {message: string}}).error.message, /forwards \/v1\/\*, \/api\/\* and llama\.cpp's own routes only/);
     });
 
     test("a client that goes away cancels the upstream request: both record an abort", async () => {
@@ -333,6 +333,30 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
             assert.equal(counters.generationTokens, results.reduce((sum, r) => sum + r.completion, 0));
             assert.equal(counters.promptTokens, results.reduce((sum, r) => sum + r.prompt, 0));
             assert.equal(manager.windowValues("ttft").length, 3);
+        } finally {
+            await proxy.close();
+        }
+    });
+
+    test("llama.cpp's own /completion (what llama.vscode's /infill answers like): streamed and whole, its counts and stop type", async () => {
+        const {proxy, manager} = await proxied(server.origin);
+        try {
+            const body = {prompt: "Once upon a time", n_predict: 9, temperature: 0, ignore_eos: true};
+            const whole = await (await fetch(`${proxy.url}/completion`, {method: "POST", body: JSON.stringify(body)})).json() as
+                {content: string, tokens_evaluated: number, tokens_predicted: number};
+            const streamed = await (await fetch(`${proxy.url}/completion`, {method: "POST", body: JSON.stringify({...body, stream: true})})).text();
+            const events = streamed.split("\n\n").filter((part) => part.startsWith("data: ")).map((part) => JSON.parse(part.slice(6)) as
+                {content: string, stop: boolean, tokens_evaluated?: number, tokens_predicted?: number});
+            assert.equal(events.map((event) => event.content).join(""), whole.content, "passed unchanged");
+            const counters = manager.counters();
+            assert.equal(counters.requests.completed, 2);
+            assert.equal(counters.generationTokens, 2 * whole.tokens_predicted);
+            assert.equal(counters.promptTokens, whole.tokens_evaluated + events.at(-1)!.tokens_evaluated!);
+            assert.equal(manager.windowValues("ttft").length, 2);
+            assert.deepEqual(counters.requests.byReason, {stop: 0, length: 2, abort: 0, error: 0}, "stop_type limit is a length finish");
+            // Its other routes pass too.
+            assert.equal((await fetch(`${proxy.url}/health`)).status, 200);
+            assert.equal((await fetch(`${proxy.url}/tokenize`, {method: "POST", body: JSON.stringify({content: "Once"})})).status, 200);
         } finally {
             await proxy.close();
         }

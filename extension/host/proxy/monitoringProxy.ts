@@ -4,8 +4,10 @@
  * arrive, SSE not held back — and measures each generation request on the way (ProxyStats), so any
  * backend gets the per-request lifecycle the panel shows for our own engine.
  *
- *   /v1/*, /api/*   forwarded to the upstream (same method, path, query, headers but the hop-by-hop ones)
- *   measured: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /api/generate, /api/chat, and
+ *   /v1/*, /api/*, and llama.cpp's own routes (/completion, /completions, /infill, /tokenize, /detokenize, /props, /health)
+ *             forwarded to the upstream (same method, path, query, headers but the hop-by-hop ones)
+ *   measured: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /api/generate, /api/chat,
+ *             llama.cpp's /completion, /completions and /infill (llama.vscode's), and
  *             embeddings: /v1/embeddings, /api/embed, /api/embeddings (their prompt tokens; no output tokens)
  *
  * The client disconnecting aborts the upstream request (recorded `abort`); an upstream that cannot be
@@ -37,7 +39,9 @@ export type MonitoringProxyOptions = {
 };
 
 const measuredPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/api/generate", "/api/chat",
-    "/v1/embeddings", "/api/embed", "/api/embeddings"]);
+    "/v1/embeddings", "/api/embed", "/api/embeddings", "/completion", "/completions", "/infill"]);
+/** llama.cpp's server's own routes outside /v1, forwarded as they are. */
+const llamaCppPaths = new Set(["/completion", "/completions", "/infill", "/tokenize", "/detokenize", "/props", "/health"]);
 /** Resends over a fresh connection when a kept-alive one was closed under us: at most this often, bodies up to this size. */
 const maxAttempts = 8;
 const maxReplayBytes = 8 << 20;
@@ -90,8 +94,9 @@ export class MonitoringProxy {
         if (!allowedOrigin(headers.origin, headers.host, this.options.allowedOrigins))
             return fail(response, new ApiRequestError("forbidden: browser pages from other origins may not use this proxy", null, 403, "permission_error"));
         const url = new URL(request.url ?? "/", "http://localhost");
-        if (!url.pathname.startsWith("/v1/") && !url.pathname.startsWith("/api/"))
-            return fail(response, new ApiRequestError(`the proxy forwards /v1/* and /api/* only, not ${url.pathname}`, null, 404, "invalid_request_error", "not_found"));
+        if (!url.pathname.startsWith("/v1/") && !url.pathname.startsWith("/api/") && !llamaCppPaths.has(url.pathname))
+            return fail(response, new ApiRequestError(`the proxy forwards /v1/*, /api/* and llama.cpp's own routes only, not ${url.pathname}`, null, 404,
+                "invalid_request_error", "not_found"));
         const measured = request.method === "POST" && measuredPaths.has(url.pathname);
         const stats = this.options.stats;
         const id = measured ? stats.arrive(clientLabel({userAgent: headers["user-agent"], title: single(headers["x-title"])})) : undefined;

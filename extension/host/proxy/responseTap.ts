@@ -1,6 +1,6 @@
 /**
  * Reads a generation response as it streams through the proxy, without holding it back: OpenAI's SSE
- * (`data: {chunk}` … `data: [DONE]`; the Responses API's and Anthropic's events too), Ollama's NDJSON stream
+ * (`data: {chunk}` … `data: [DONE]`; the Responses API's, Anthropic's and llama.cpp's `/completion` events too), Ollama's NDJSON stream
  * (one object per line, the last `done: true` with its counts), or a whole JSON body. It reports text as it arrives and, at the end, what
  * the server said about the request: finish reason and token counts.
  */
@@ -10,6 +10,7 @@ import {responseObjectContent, responsesEventContent} from "../../../protocol/op
 import {anthropicTraffic, type AnthropicTraffic} from "../../../protocol/anthropicMessageObjects.js";
 import {isObject} from "../../../protocol/validation.js";
 import {embeddingsUsage} from "../../../protocol/embeddingsApi.js";
+import {llamaCppAnswerContent} from "../../../protocol/llamaCppApi.js";
 
 export type TapEnd = {
     /** The server's finish reason, as it wrote it (`stop`, `length`, …). */
@@ -75,7 +76,7 @@ class SseTap implements ResponseTap {
             const anthropic = anthropicTraffic(value);
             if (anthropic !== undefined)
                 return this.anthropic(anthropic);
-            chunk = responsesEventContent(value) ?? parseStreamChunk(value);
+            chunk = llamaCppAnswerContent(value) ?? responsesEventContent(value) ?? parseStreamChunk(value);
         } catch {
             return; // not ours to judge: the client gets the bytes as they are
         }
@@ -184,7 +185,7 @@ class JsonTap implements ResponseTap {
             applyAnthropic(state, anthropic);
             return state;
         }
-        const response = responseObjectContent(value, true);
+        const response = llamaCppAnswerContent(value) ?? responseObjectContent(value, true);
         if (response !== undefined) {
             if (response.text !== "")
                 this.onText(response.text);
