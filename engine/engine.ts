@@ -415,7 +415,7 @@ export class Engine {
     private enqueue(active: ActiveRequest, request: GenerateRequest): void {
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart,
-                {batchSize: this.loaded.context.batchSize, sequenceCapacity: this.sequenceCapacity, maxTokens: request.maxTokens});
+                {batchSize: this.loaded.context.batchSize, sequenceCapacity: this.sequenceCapacity});
             active.detokenizer.follow(active.promptTokens);
         } catch (error) {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,

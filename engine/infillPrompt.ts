@@ -4,8 +4,8 @@
  * (Qwen2.5-Coder's `<|repo_name|>` / `<|file_sep|>`, the repo-level FIM pattern), else behind a snippet separator
  * line —, then BOS where the vocabulary asks for it, [FIM_PRE] prefix + the cursor's line [FIM_SUF] suffix
  * [FIM_MID]. As llama-server keeps it within one batch: the prefix's last ¾ of a batch, the suffix's first ¼ (less the
- * cursor's line and two tokens); the other files fill what the context leaves after a batch and twice the tokens to
- * generate, their end kept.
+ * cursor's line and two tokens); the other files fill what the context leaves after a batch and twice the tokens
+ * reserved for the answer, their end kept.
  */
 import type {InfillContext} from "../protocol/engineMessages.js";
 import type {LlamaModel, Token} from "./llamaTypes.js";
@@ -16,7 +16,7 @@ const snippetSeparator = "\n\n--- snippet ---\n\n";
 const repoTokenTexts = ["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"];
 const fileSeparatorTexts = ["<|file_sep|>"];
 
-export type InfillLimits = {batchSize: number, sequenceCapacity: number, maxTokens: number};
+export type InfillLimits = {batchSize: number, sequenceCapacity: number};
 
 type RepoTokens = {repo: Token | undefined, fileSeparator: Token | undefined};
 const repoTokensOf = new WeakMap<LlamaModel, RepoTokens>();
@@ -77,7 +77,7 @@ export function infillPrompt(model: LlamaModel, fim: {prefix: Token, suffix: Tok
     const prefixTake = Math.min(prefixTokens.length, 3 * quarter);
     const suffixTake = Math.min(suffixTokens.length, Math.max(0, quarter - (2 + cursorLine.length)));
     const extra = extraTokens(model, context.extra);
-    const extraTake = Math.min(extra.length, Math.max(0, limits.sequenceCapacity - limits.batchSize - 2 * limits.maxTokens));
+    const extraTake = Math.min(extra.length, Math.max(0, limits.sequenceCapacity - limits.batchSize - 2 * context.reserveTokens));
     // The other files before BOS, as llama-server puts them.
     return [
         ...extra.slice(extra.length - extraTake),

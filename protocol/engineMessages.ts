@@ -161,8 +161,12 @@ export type TokenLogprob = {token: string, logprob: number, top: TopLogprob[]};
  */
 export type TokenizerInfo = {bos?: string, eos?: string, addBos: boolean, chatTemplate?: string};
 
-/** llama.cpp's `/infill` input beyond prefix and suffix: the cursor's line up to the cursor, and other files' code. */
-export type InfillContext = {cursorLine: string, extra: Array<{filename: string, text: string}>};
+/**
+ * llama.cpp's `/infill` input beyond prefix and suffix: the cursor's line up to the cursor, other files' code, and the
+ * tokens to keep free for the answer when that code fills the context (the request's `n_predict`; 0 without one, as
+ * llama-server with its default `-n`).
+ */
+export type InfillContext = {cursorLine: string, extra: Array<{filename: string, text: string}>, reserveTokens: number};
 /** The most other-file chunks an infill request may carry. */
 export const maxInfillChunks = 1024;
 
@@ -490,6 +494,7 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
             throw new ProtocolError("request.infill: only with prompt and suffix");
         const infill = expectObject(obj.infill, "request.infill");
         request.infill = {cursorLine: expectString(infill, "cursorLine", "request.infill"),
+            reserveTokens: expectInteger(infill, "reserveTokens", "request.infill"),
             extra: expectArray(infill, "extra", "request.infill", maxInfillChunks).map((value, i) => {
                 const chunk = expectObject(value, `request.infill.extra[${i}]`);
                 return {filename: expectString(chunk, "filename", `request.infill.extra[${i}]`, 4096),

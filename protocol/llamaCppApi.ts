@@ -131,7 +131,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
             fail("input_prefix", "required (a string)");
         if (suffix === undefined)
             fail("input_suffix", "required (a string)");
-        request.infill = {prefix, suffix, context: {cursorLine: optionalString(body, "prompt") ?? "", extra: parseExtra(body.input_extra)}};
+        request.infill = {prefix, suffix, context: {cursorLine: optionalString(body, "prompt") ?? "", extra: parseExtra(body.input_extra),
+            reserveTokens: nPredict === undefined || nPredict < 0 ? 0 : nPredict}};
     } else {
         if (body.prompt === undefined)
             fail("prompt", "required");

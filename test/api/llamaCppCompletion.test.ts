@@ -36,7 +36,8 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
 
     before(async () => {
         peer = await startLlamaServer({binary: await buildLlamaServer(), model: await modelPath(),
-            args: ["-t", "1", "-np", "1", "-c", "1024", "-b", "512", "--no-webui"], readyTimeoutMs: 30_000});
+            // `-n 1`: llama-server keeps room for its own -n when other files fill the context; ours for the request's n_predict (1 here).
+            args: ["-t", "1", "-np", "1", "-c", "1024", "-b", "512", "-n", "1", "--no-webui"], readyTimeoutMs: 30_000});
     });
     after(async () => {
         await peer?.stop();
@@ -54,7 +55,10 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             {input_prefix: "def add(a, b):\n", input_suffix: "\n    return result\n", prompt: "    result = ",
                 input_extra: [{filename: "util.py", text: "def helper():\n    pass\n"}, {text: "x = 1\n"}]},
             // ~1400 and ~700 tokens: the prefix keeps its last 384, the suffix its first 128 less the cursor line and 2.
-            {input_prefix: `def long():\n${lines(120, "a")}`, input_suffix: `\n${lines(60, "b")}`, prompt: "    c = "}
+            {input_prefix: `def long():\n${lines(120, "a")}`, input_suffix: `\n${lines(60, "b")}`, prompt: "    c = "},
+            // Other files over what the context leaves (1024 − a batch of 512 − 2 × n_predict): their end is kept.
+            {input_prefix: "def add(a, b):\n", input_suffix: "\n", prompt: "    ",
+                input_extra: Array.from({length: 12}, (_, i) => ({filename: `m${i}.py`, text: lines(6, `m${i}`)}))}
         ];
         for (const [index, body] of cases.entries()) {
             // After the first case a plain token is forced: the greedy one may be a byte of a character, which llama-server's parser refuses.
@@ -65,6 +69,8 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         }
         const cut = await answer(ours(), "/infill", {...cases[2], n_predict: 1});
         assert.ok(cut.tokens_evaluated < 600, `cut to a batch: ${cut.tokens_evaluated} tokens`);
+        const filled = await answer(ours(), "/infill", {...cases[3], n_predict: 1});
+        assert.ok(filled.tokens_evaluated > 510 && filled.tokens_evaluated < 560, `other files cut to 510 tokens: ${filled.tokens_evaluated} in all`);
     });
 
     test("/completion: text and token-id prompts as llama-server counts them; streamed pieces add up to the whole, the last event has the totals", async () => {
