@@ -4,7 +4,7 @@
  * Ollama's `POST /api/embed` (`input` a string or strings, `truncate` default true, `dimensions`) and its legacy
  * `POST /api/embeddings` (`prompt`, one unnormalized vector).
  */
-import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 /** One input: text, or token ids. */
@@ -31,16 +31,6 @@ function requireObject(value: unknown): JsonObject {
     return value;
 }
 
-function tokenIds(value: unknown[], param: string): number[] {
-    if (value.length === 0)
-        fail(param, "expected at least one token id");
-    return value.map((token, index) => {
-        if (typeof token !== "number" || !Number.isSafeInteger(token) || token < 0)
-            fail(`${param}[${index}]`, "expected a token id (a non-negative integer)");
-        return token;
-    });
-}
-
 function text(value: unknown, param: string): EmbeddingInput {
     if (typeof value !== "string" || value === "")
         fail(param, "expected a non-empty string");
@@ -54,10 +44,10 @@ function parseInputs(value: unknown, allowTokens: boolean): EmbeddingInput[] {
     if (!Array.isArray(value) || value.length === 0 || value.length > maxEmbeddingInputs)
         fail("input", `expected a string or a non-empty array of at most ${maxEmbeddingInputs} inputs`);
     if (allowTokens && value.every((item) => typeof item === "number"))
-        return [{tokens: tokenIds(value, "input")}];
+        return [{tokens: tokenIdsField(value, "input")}];
     return value.map((item, index): EmbeddingInput => {
         if (allowTokens && Array.isArray(item))
-            return {tokens: tokenIds(item, `input[${index}]`)};
+            return {tokens: tokenIdsField(item, `input[${index}]`)};
         return text(item, `input[${index}]`);
     });
 }

@@ -14,10 +14,10 @@
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias} from "./engineMessages.js";
-import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, optionalStringField, tokenIdsField} from "./openaiFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
 import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
-import {isObject, type JsonObject} from "./validation.js";
+import {isObject} from "./validation.js";
 
 export type LlamaCompletionKind = "completion" | "infill";
 
@@ -64,15 +64,6 @@ export type LlamaCompletionAnswer = {
     tokens_cached: number, timings: LlamaTimings
 };
 
-function optionalString(body: JsonObject, key: string): string | undefined {
-    const value = body[key];
-    if (value === undefined || value === null)
-        return undefined;
-    if (typeof value !== "string")
-        fail(key, "expected a string");
-    return value;
-}
-
 function parseStop(value: unknown): string[] {
     if (value === undefined || value === null)
         return [];
@@ -91,9 +82,9 @@ function parseStop(value: unknown): string[] {
 function parsePrompt(value: unknown): string | number[] {
     if (typeof value === "string")
         return value;
-    if (Array.isArray(value) && value.length > 0 && value.every((token) => typeof token === "number" && Number.isSafeInteger(token) && token >= 0))
-        return value as number[];
-    return fail("prompt", "expected a string or an array of token ids");
+    if (!Array.isArray(value))
+        fail("prompt", "expected a string or an array of token ids");
+    return tokenIdsField(value, "prompt");
 }
 
 function parseExtra(value: unknown): InfillContext["extra"] {
@@ -125,13 +116,13 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     const request: LlamaCompletionRequest = {kind, maxTokens: nPredict === undefined || nPredict < 0 ? undefined : nPredict,
         stop: parseStop(body.stop), stream: optionalBooleanField(body, "stream") ?? false, ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
     if (kind === "infill") {
-        const prefix = optionalString(body, "input_prefix");
-        const suffix = optionalString(body, "input_suffix");
+        const prefix = optionalStringField(body, "input_prefix");
+        const suffix = optionalStringField(body, "input_suffix");
         if (prefix === undefined)
             fail("input_prefix", "required (a string)");
         if (suffix === undefined)
             fail("input_suffix", "required (a string)");
-        request.infill = {prefix, suffix, context: {cursorLine: optionalString(body, "prompt") ?? "", extra: parseExtra(body.input_extra),
+        request.infill = {prefix, suffix, context: {cursorLine: optionalStringField(body, "prompt") ?? "", extra: parseExtra(body.input_extra),
             reserveTokens: nPredict === undefined || nPredict < 0 ? 0 : nPredict}};
     } else {
         if (body.prompt === undefined)

@@ -12,7 +12,7 @@
  * honour are refused with a 400 naming them.
  */
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
-import {ApiRequestError, fail, optionalBooleanField, optionalNumberField} from "./openaiFields.js";
+import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
@@ -264,23 +264,13 @@ function parsePrompts(value: unknown): CompletionPrompt[] {
     if (!Array.isArray(value) || value.length === 0)
         fail("prompt", "expected a string, an array of token ids, or a non-empty array of those");
     if (value.every((item) => typeof item === "number"))
-        return [tokenIds(value, "prompt")];
+        return [tokenIdsField(value, "prompt")];
     return value.map((item: unknown, index) => {
         if (typeof item === "string")
             return item;
         if (!Array.isArray(item))
             fail(`prompt[${index}]`, "expected a string or an array of token ids");
-        return tokenIds(item, `prompt[${index}]`);
-    });
-}
-
-function tokenIds(list: readonly unknown[], param: string): number[] {
-    if (list.length === 0)
-        fail(param, "expected at least one token id");
-    return list.map((token, index) => {
-        if (typeof token !== "number" || !Number.isSafeInteger(token) || token < 0)
-            fail(`${param}[${index}]`, "expected a token id (an integer ≥ 0)");
-        return token;
+        return tokenIdsField(item, `prompt[${index}]`);
     });
 }
 

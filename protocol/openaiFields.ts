@@ -44,3 +44,23 @@ export function optionalBooleanField(body: JsonObject, key: string): boolean | u
         fail(key, "expected a boolean");
     return value;
 }
+
+export function optionalStringField(body: JsonObject, key: string): string | undefined {
+    const value = body[key];
+    if (value === undefined || value === null)
+        return undefined;
+    if (typeof value !== "string")
+        fail(key, "expected a string");
+    return value;
+}
+
+/** A non-empty list of token ids (integers ≥ 0; whether the model has them is the engine's check), named `param` in errors. */
+export function tokenIdsField(list: readonly unknown[], param: string): number[] {
+    if (list.length === 0)
+        fail(param, "expected at least one token id");
+    return list.map((token, index) => {
+        if (typeof token !== "number" || !Number.isSafeInteger(token) || token < 0)
+            fail(`${param}[${index}]`, "expected a token id (an integer ≥ 0)");
+        return token;
+    });
+}

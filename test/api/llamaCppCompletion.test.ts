@@ -124,7 +124,7 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             ["/infill", {input_prefix: "x", input_suffix: "y", input_extra: [{filename: "a"}]}, "input_extra[0].text"],
             ["/completion", {prompt: "x", n_probs: 3}, "n_probs"],
             ["/completion", {prompt: "x", grammar: "root ::= \"a\""}, "grammar"],
-            ["/completion", {prompt: [1, -3]}, "prompt"],
+            ["/completion", {prompt: [1, -3]}, "prompt[1]"],
             ["/completion", {n_predict: 3}, "prompt"]
         ];
         for (const [path, body, param] of refusals) {
