@@ -144,10 +144,14 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const includeUsage = isObject(streamOptions) ? optionalBooleanField(streamOptions, "include_usage") ?? false : false;
     if (isObject(streamOptions) && !stream)
         fail("stream_options", "only allowed with stream: true");
-    const maxTokens = optionalNumberField(body, "max_completion_tokens", 1, 1e9, true) ?? optionalNumberField(body, "max_tokens", 0, 1e9, true);
+    const limit = optionalNumberField(body, "max_completion_tokens", 1, 1e9, true) ?? optionalNumberField(body, "max_tokens", -1, 1e9, true);
     // 0: the prompt only, scored (legacy completions with `echo`, as OpenAI and vLLM answer it).
-    if (maxTokens === 0 && !(kind === "completions" && body.echo === true))
+    if (limit === 0 && !(kind === "completions" && body.echo === true))
         fail("max_tokens", "must be at least 1 (0 only with echo: true, for the prompt alone)");
+    // llama.cpp's server's name for it (llama.vscode sends it): 0 evaluates the prompt only, into the prefix cache.
+    const nPredict = limit === undefined ? optionalNumberField(body, "n_predict", -1, 1e9, true) : undefined;
+    // −1: no limit, as llama.cpp's server reads it (what the context leaves).
+    const maxTokens = (limit ?? nPredict) === -1 ? undefined : limit ?? nPredict;
     const temperature = optionalNumberField(body, "temperature", 0, 2, false);
     const topP = optionalNumberField(body, "top_p", 0, 1, false);
     if (topP === 0)

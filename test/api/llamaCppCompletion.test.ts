@@ -118,6 +118,24 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.equal(next.timings.prompt_n, 1);
     });
 
+    test("llama.vscode's chat payload on /v1/chat/completions: llama.cpp's fields, max_tokens −1 (no limit), n_predict 0 (warm-up)", async () => {
+        const messages = [{role: "system", content: "You are an expert coder."}, {role: "user", content: "Rename x to count"}];
+        // Its chat-edit request, as it sends it (sampler settings of llama.cpp's that this server ignores), ended by a forced EOS.
+        const edit = await answer(ours(), "/v1/chat/completions", {messages, stream: false, cache_prompt: true, samplers: "edkypmxt",
+            temperature: 0.8, dynatemp_range: 0, typical_p: 1, xtc_probability: 0, dry_multiplier: 0, timings_per_token: false,
+            max_tokens: -1, logit_bias: {2: 100}});
+        const choice = (edit.choices as Array<{finish_reason: string}>)[0]!;
+        assert.equal(choice.finish_reason, "stop");
+        const warm = await answer(ours(), "/v1/chat/completions", {messages: [...messages, {role: "user", content: "and y to total"}],
+            n_predict: 0, samplers: [], cache_prompt: true});
+        const usage = warm.usage as {prompt_tokens: number, completion_tokens: number};
+        assert.equal(usage.completion_tokens, 0);
+        assert.equal((warm.choices as Array<{message: {content: string}, finish_reason: string}>)[0]!.message.content, "");
+        const next = await answer(ours(), "/v1/chat/completions", {messages: [...messages, {role: "user", content: "and y to total"}], max_tokens: 1});
+        assert.equal((next.usage as {prompt_tokens_details: {cached_tokens: number}}).prompt_tokens_details.cached_tokens, usage.prompt_tokens - 1,
+            "the warm-up left the prompt in the prefix cache");
+    });
+
     test("refusals name their field", async () => {
         const refusals: Array<[string, Record<string, unknown>, string]> = [
             ["/infill", {input_suffix: "x"}, "input_prefix"],

@@ -67,7 +67,7 @@ describe("OpenAI-compatible endpoint: odd request bodies", () => {
             for (let k = 0; k < 1 + Math.floor(next() * 4); k++)
                 body[fieldNames[Math.floor(next() * fieldNames.length)]!] = oddValue(next);
             // Keep generation short whatever else was drawn: the point is the validation, not the length.
-            if (typeof body.max_tokens !== "number" || body.max_tokens > 4)
+            if (typeof body.max_tokens !== "number" || body.max_tokens > 4 || body.max_tokens < 0)
                 body.max_tokens = 3;
             delete body.max_completion_tokens;
             const response = await fetch(`${api.openai.baseURL}/${chat ? "chat/completions" : "completions"}`,
