@@ -85,6 +85,9 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.equal(whole.tokens_predicted, 12);
         assert.equal(whole.stop, true);
         assert.equal(whole.timings.predicted_n, 12);
+        const theirs = await answer(peer.origin, "/completion", {...body, n_predict: 1});
+        assert.equal((await answer(ours(), "/completion", {...body, n_predict: 1})).tokens_cached, theirs.tokens_cached,
+            "the KV cache holds the prompt and the generated tokens but the last, as llama-server counts it");
         const response = await fetch(`${ours()}/completion`, {method: "POST", body: JSON.stringify({...body, stream: true})});
         const events = (await response.text()).split("\n\n").filter((part) => part.startsWith("data: "))
             .map((part) => JSON.parse(part.slice("data: ".length)) as Answer);

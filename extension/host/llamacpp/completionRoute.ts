@@ -69,7 +69,8 @@ function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: 
         prompt: body.infill !== undefined ? body.infill.prefix + body.infill.context.cursorLine
             : typeof body.prompt === "string" ? body.prompt : "",
         has_new_line: result.text.includes("\n"), truncated: false, stop_type: stopTypeOf(result), stopping_word: result.stopString ?? "",
-        tokens_cached: result.promptTokens + result.generatedTokens, timings: timingsOf(result)
+        // What the sequence's KV cache holds after it: every token but the last one sampled (or the prompt's last, when none was).
+        tokens_cached: Math.max(0, result.promptTokens + result.generatedTokens - 1), timings: timingsOf(result)
     };
 }
 
