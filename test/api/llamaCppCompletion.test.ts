@@ -139,6 +139,20 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             "the warm-up left the prompt in the prefix cache");
     });
 
+    test("Continue's llama.cpp provider: its /completion stream (mirostat and the rest as it sends them) gives its content pieces", async () => {
+        const body = {prompt: "Once upon a time", stream: true, n_predict: 6, frequency_penalty: 0, presence_penalty: 0, min_p: 0.05, mirostat: 0,
+            stop: ["\n\n"], top_k: 40, top_p: 0.95, temperature: 0.5};
+        const response = await fetch(`${ours()}/completion`, {method: "POST",
+            headers: {"Content-Type": "application/json", "Authorization": "Bearer undefined"}, body: JSON.stringify(body)});
+        assert.equal(response.status, 200);
+        assert.match(response.headers.get("content-type") ?? "", /^text\/event-stream/);
+        const events = (await response.text()).split("\n\n").filter((part) => part.startsWith("data: "))
+            .map((part) => JSON.parse(part.slice("data: ".length)) as Answer);
+        assert.ok(events.slice(0, -1).every((event) => event.content !== ""), "each piece carries content");
+        assert.equal(events.at(-1)!.stop, true);
+        assert.ok(events.at(-1)!.tokens_predicted >= 1 && events.at(-1)!.tokens_predicted <= 6);
+    });
+
     test("refusals name their field", async () => {
         const refusals: Array<[string, Record<string, unknown>, string]> = [
             ["/infill", {input_suffix: "x"}, "input_prefix"],
