@@ -83,8 +83,6 @@ type ActiveRequest = {
     promptScored: boolean,
     /** Code completion's limits on lines (GenerateRequest.minIndent, maxGenerationMs), when asked for. */
     lineLimits: LineLimits | undefined,
-    /** When its first token was sampled (engine clock). */
-    firstTokenAt: number | undefined,
     /** Text, token times and log-probabilities produced since the last flush. */
     pendingText: string,
     pendingReasoning: string,
@@ -329,7 +327,6 @@ export class Engine {
             promptScored: false,
             lineLimits: request.minIndent !== undefined || request.maxGenerationMs !== undefined
                 ? new LineLimits(request.minIndent ?? 0, request.maxGenerationMs ?? 0) : undefined,
-            firstTokenAt: undefined,
             pendingText: "",
             pendingReasoning: "",
             pendingTimes: [],
@@ -706,11 +703,10 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        request.firstTokenAt ??= t;
         const text = request.stopStrings.push(request.detokenizer.push(token));
         const limits = request.lineLimits;
         this.addOutput(request, limits === undefined ? text : limits.push(text), true);
-        limits?.timeUp(text, t - request.firstTokenAt);
+        limits?.timeUp(text, t);
         request.pendingTimes.push(t);
         if (request.logprobs !== undefined)
             request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs, this.pieceContext()));

@@ -17,6 +17,8 @@ const repoTokenTexts = ["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
 const fileSeparatorTexts = ["<|file_sep|>"];
 
 export type InfillLimits = {batchSize: number, sequenceCapacity: number};
+/** The model's fill-in-the-middle prefix, suffix and middle tokens. */
+export type FimTokens = {prefix: Token, suffix: Token, middle: Token};
 
 type RepoTokens = {repo: Token | undefined, fileSeparator: Token | undefined};
 const repoTokensOf = new WeakMap<LlamaModel, RepoTokens>();
@@ -68,7 +70,7 @@ function extraTokens(model: LlamaModel, extra: InfillContext["extra"]): Token[] 
 }
 
 /** The prompt; `fim`: the model's FIM prefix, suffix and middle tokens; `bos`: BOS when the vocabulary asks for it. */
-export function infillPrompt(model: LlamaModel, fim: {prefix: Token, suffix: Token, middle: Token}, bos: readonly Token[],
+export function infillPrompt(model: LlamaModel, fim: FimTokens, bos: readonly Token[],
                              prefix: string, suffix: string, context: InfillContext, limits: InfillLimits): Token[] {
     const cursorLine = model.tokenize(context.cursorLine, true);
     const prefixTokens = model.tokenize(prefix, false);

@@ -8,6 +8,8 @@ export class LineLimits {
     private atLineStart = false;
     private indent = 0;
     private reached = false;
+    /** When the first token was sampled (the time limit counts from it). */
+    private firstTokenAt: number | undefined;
 
     constructor(private readonly minIndent: number, private readonly maxGenerationMs: number) {}
 
@@ -43,9 +45,10 @@ export class LineLimits {
         return text;
     }
 
-    /** After a token whose text was `tokenText`, `elapsedMs` after the first token: whether the time limit ends generation. */
-    timeUp(tokenText: string, elapsedMs: number): boolean {
-        if (this.maxGenerationMs > 0 && elapsedMs > this.maxGenerationMs && tokenText.includes("\n"))
+    /** After a token whose text was `tokenText`, sampled at `t` (ms; the first call is the first token's): whether time is up. */
+    timeUp(tokenText: string, t: number): boolean {
+        this.firstTokenAt ??= t;
+        if (this.maxGenerationMs > 0 && t - this.firstTokenAt > this.maxGenerationMs && tokenText.includes("\n"))
             this.reached = true;
         return this.reached;
     }

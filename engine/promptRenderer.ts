@@ -3,7 +3,7 @@ import type {ChatMessage, GenerateRequest, ToolDefinition} from "../protocol/eng
 import {ChatHistoryError, chatHistoryOf} from "./chatHistory.js";
 import {toolCallSyntaxOf, type ToolCallSyntax} from "./tools/toolCallSyntax.js";
 import {reasoningSyntaxOf, type ReasoningSyntax, type WrapperThoughtSettings} from "./reasoning/reasoningSyntax.js";
-import {infillPrompt, type InfillLimits} from "./infillPrompt.js";
+import {infillPrompt, type FimTokens, type InfillLimits} from "./infillPrompt.js";
 
 /** The model's GGUF chat template (`tokenizer.chat_template`), when it has one. */
 export function chatTemplateOf(model: LlamaModel): string | undefined {
@@ -87,14 +87,14 @@ function textPrompt(model: LlamaModel, text: string): Token[] {
 }
 
 /** The model's FIM prefix, suffix and middle tokens; a model without them cannot fill in the middle. */
-function fimTokens(model: LlamaModel): {prefix: Token, suffix: Token, middle: Token} {
+function fimTokens(model: LlamaModel): FimTokens {
     const {prefix, suffix, middle} = model.tokens.infill;
     if (prefix === null || suffix === null || middle === null)
         throw new PromptInputError("this model has no fill-in-the-middle tokens (FIM prefix, suffix and middle), so `suffix` cannot be used");
     return {prefix, suffix, middle};
 }
 
-function fillInTheMiddle(model: LlamaModel, fim: {prefix: Token, suffix: Token, middle: Token}, prefix: string, suffix: string): Token[] {
+function fillInTheMiddle(model: LlamaModel, fim: FimTokens, prefix: string, suffix: string): Token[] {
     // CodeLlama's `<s><PRE> …`: BOS first where the vocabulary asks for it, as llama.cpp's server does.
     return [...beginning(model), fim.prefix, ...model.tokenize(prefix, false), fim.suffix, ...model.tokenize(suffix, false), fim.middle];
 }

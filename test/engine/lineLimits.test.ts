@@ -24,8 +24,10 @@ test("n_indent: a blank line counts as a line short of the indentation; tabs and
 
 test("t_max_predict_ms: only a token with a newline, after the time, ends generation", () => {
     const limits = new LineLimits(0, 100);
-    assert.equal(limits.timeUp("text", 500), false, "no newline");
-    assert.equal(limits.timeUp("a\nb", 50), false, "in time");
-    assert.equal(limits.timeUp("a\nb", 101), true);
+    // Times since the first token (its call starts the clock at 1000).
+    assert.equal(limits.timeUp("first", 1000), false);
+    assert.equal(limits.timeUp("text", 1500), false, "no newline");
+    assert.equal(limits.timeUp("a\nb", 1050), false, "in time");
+    assert.equal(limits.timeUp("a\nb", 1101), true);
     assert.equal(limits.push("more"), "", "nothing after");
 });

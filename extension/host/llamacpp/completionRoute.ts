@@ -9,7 +9,7 @@ import type {LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionRequest
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
-import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
+import {type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
 
 const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
 
@@ -87,12 +87,7 @@ async function respondWhole(body: LlamaCompletionRequest, handle: RequestHandle,
 }
 
 async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {client, response, modelId}: GenerationContext): Promise<void> {
-    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
-    response.flushHeaders();
-    const send = (data: unknown): void => {
-        if (!response.destroyed)
-            response.write(`data: ${JSON.stringify(data)}\n\n`);
-    };
+    const send = openEventStream(response);
     let predicted = 0;
     const promptTokens = handle.promptTokens ?? 0;
     for await (const piece of handle) {

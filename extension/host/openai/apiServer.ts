@@ -12,6 +12,8 @@
  *   POST /v1/messages          Anthropic's Messages API (Claude Code; errors in Anthropic's shape, `x-api-key` accepted)
  *   POST /v1/messages/count_tokens  the prompt tokens of such a request
  *   POST /tokenize, /detokenize     token ids of a text or a chat's prompt, and back (llama.cpp's and vLLM's shapes)
+ *   GET  /tokenizer_info       the tokenizer's special tokens and chat template (vLLM's; evaluation harnesses read it)
+ *   POST /completion, /infill  llama.cpp's server's own completion API (llama.vscode's code completion)
  *   POST /v1/embeddings        embeddings (OpenAI's shape; float or base64), one engine request per input
  *   POST /api/chat, /api/generate   Ollama's native API (NDJSON streams; errors as `{"error": …}`), with /api/embed,
  *   GET  /api/version, /api/tags, /api/ps, POST /api/show   the model as Ollama describes one (Copilot Chat's Ollama models)

@@ -108,3 +108,16 @@ export function refusal(result: RequestResult, client: EngineClient, fields: Ref
         return new ApiRequestError(`the model is not running: ${message}`, null, 503, "server_error", "engine_unavailable");
     return new ApiRequestError(message, null, 500, "server_error", "engine_error");
 }
+
+/**
+ * Starts a server-sent-event stream of `data:` events (OpenAI's and llama.cpp's): the status line and headers go out
+ * now; the function returned writes one event, or nothing once the client has gone.
+ */
+export function openEventStream(response: http.ServerResponse): (data: unknown) => void {
+    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
+    response.flushHeaders();
+    return (data) => {
+        if (!response.destroyed)
+            response.write(`data: ${JSON.stringify(data)}\n\n`);
+    };
+}

@@ -23,7 +23,7 @@ import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
 import {errorMessage} from "../../../common/errorMessage.js";
-import {type EngineJob, type GenerationContext, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
+import {type EngineJob, type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
 
 
@@ -46,11 +46,11 @@ export async function serveChatCompletion(body: ChatCompletionRequest, context: 
 export async function serveCompletion(body: CompletionRequest, context: GenerationContext): Promise<void> {
     const echoes: string[] = [];
     const jobs: EngineJob[] = [];
+    const params: SamplingParams & {promptLogprobs?: number} =
+        body.echo && body.logprobs !== undefined ? {...body, promptLogprobs: body.logprobs} : body;
     for (const [index, prompt] of body.prompts.entries()) {
         const input: GenerationSource = typeof prompt === "string"
             ? {prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})} : {promptTokens: prompt};
-        const params: SamplingParams & {promptLogprobs?: number} =
-            body.echo && body.logprobs !== undefined ? {...body, promptLogprobs: body.logprobs} : body;
         jobs.push(...choicesOf(params, input));
         if (body.echo)
             echoes.push(typeof prompt === "string" ? prompt : await promptText(prompt, context, index, body.prompts.length));
@@ -191,12 +191,7 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
  */
 async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, handles: readonly RequestHandle[],
                       response: http.ServerResponse): Promise<void> {
-    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
-    response.flushHeaders();
-    const send = (data: unknown): void => {
-        if (!response.destroyed)
-            response.write(`data: ${JSON.stringify(data)}\n\n`);
-    };
+    const send = openEventStream(response);
     const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
         if (kind === "chat")
             send(chunk(kind, ids, index, undefined, null, true));
