@@ -61,6 +61,7 @@ import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
+import {runWithEngineThreadpool} from "./engineThreadpool.js";
 
 const {values} = parseArgs({options: {
     json: {type: "string"},
@@ -316,7 +317,12 @@ async function main(): Promise<void> {
     }
 }
 
-main().catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-});
+// The bare node-llama-cpp side runs in this process: on the engine's libuv pool size, as the engine does.
+const childExit = runWithEngineThreadpool();
+if (childExit !== undefined)
+    process.exitCode = childExit;
+else
+    main().catch((error: unknown) => {
+        console.error(error);
+        process.exitCode = 1;
+    });

@@ -3,7 +3,8 @@
  * loop around them: one sequence, one prompt, then single-token decode steps.
  *
  * - ours: the model loaded exactly as the engine loads it (engine/modelLoader.ts: node-llama-cpp's
- *   prebuilt binaries, same threads and context), timed around node-llama-cpp's `evaluate`;
+ *   prebuilt binaries, same threads and context), timed around node-llama-cpp's `evaluate`, in a process on the
+ *   engine's libuv pool size (bench:peer runs itself so: engineThreadpool.ts);
  * - llama-server: the same prompt as token ids on its native `/completion` endpoint (`cache_prompt`
  *   false), timed by llama-server itself (`timings.prompt_per_second`, `timings.predicted_per_second`).
  *
