@@ -18,7 +18,7 @@ export const serveCommandLine = {
         "host": {type: "string", placeholder: "ADDR", description: "address to bind (default 127.0.0.1; anything else needs an API key)"},
         "api-key": {type: "string", placeholder: "KEY", description: `require Authorization: Bearer KEY on /v1 (or NAME=KEY, comma-separated for several; the name labels its requests; default $${apiKeyEnvVar})`},
         "parallel": {type: "string", placeholder: "N", description: "sequences evaluated together (default 4)"},
-        "threads": {type: "string", placeholder: "N", description: "CPU threads (default: half the cores, at least 1)"},
+        "threads": {type: "string", placeholder: "N", description: "CPU threads (default: the math cores; half of them, at least 1, for a model under 50 M parameters)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache in tokens, shared by the sequences (default 4096)"},
         "prefix-cache": prefixCacheFlag,
         "prefill-chunk": prefillChunkFlag,

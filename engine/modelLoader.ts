@@ -49,7 +49,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         modelPath,
         onLoadProgress: (progress) => onProgress(0.05 + 0.85 * progress)
     }));
-    const threads = options.threads ?? defaultThreads(llama.cpuMathCores || os.availableParallelism());
+    const threads = options.threads ?? defaultThreads(llama.cpuMathCores || os.availableParallelism(), validated.parameterCount);
     const parallel = options.parallel ?? defaultEngineOptions.parallel;
     // An absurd training context (validateModelFile treats it as unknown) must not cap the context: 2^32 − 1 reads as −1.
     const trainContextLength = validated.contextLength ?? Infinity;

@@ -38,8 +38,9 @@ export type EngineOptions = {
     /** Parallel sequences (requests evaluated together in one batch). Default 4. */
     parallel?: number,
     /**
-     * CPU threads for evaluation. Default: half the math cores, at least 1. On a 2-vCPU VM one thread
-     * was ~12x faster than two (measured with `npm run bench:engine`); the default follows that.
+     * CPU threads for evaluation. Default ({@link defaultThreads}): all math cores (llama.cpp's own default) for a model
+     * of at least {@link smallModelParameters} parameters; half of them, at least 1, for a smaller one, whose steps are
+     * too short to share across threads.
      */
     threads?: number,
     /**
@@ -96,8 +97,22 @@ export function defaultPrefillChunkTokens(backend: "cuda" | "vulkan" | "metal" |
     return backend === "cpu" ? 128 : 512;
 }
 
-/** Default threads for a machine with `mathCores` cores: see {@link EngineOptions.threads}. */
-export function defaultThreads(mathCores: number): number {
+/**
+ * Below this many parameters a model's decode step is so short that llama.cpp's threads spend it waiting on each other
+ * and on the Node threads beside them. Measured on the 2-vCPU VM (2026-12-06, `inference-monitor bench`, process mode,
+ * 4 sequences, interleaved runs), output tok/s with 1 vs 2 threads: the demo `small` model (20 M parameters, f16) 368–378
+ * vs 252–259 at concurrency 4; `medium` (99 M) f16 90–94 vs 136–138 at 4 and 58–74 vs 82–115 at 1, q8_0 78–92 vs
+ * 141–143, q4_0 226–262 vs 271–387. Every model people run is far above it.
+ */
+export const smallModelParameters = 50_000_000;
+
+/**
+ * Default threads on a machine with `mathCores` cores (llama.cpp's count: physical cores) for a model of
+ * `parameterCount` parameters (unknown: the small-model rule): see {@link EngineOptions.threads}.
+ */
+export function defaultThreads(mathCores: number, parameterCount?: number): number {
+    if (parameterCount !== undefined && parameterCount >= smallModelParameters)
+        return Math.max(1, mathCores);
     return Math.max(1, Math.floor(mathCores / 2));
 }
 
