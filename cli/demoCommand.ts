@@ -12,6 +12,7 @@ import {demoCommandLine, demoOptionsFrom} from "./demoArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
 import {warnGpuFallbacks} from "./gpuFallbackWarnings.js";
 import {errorMessage} from "../common/errorMessage.js";
+import {formatCount} from "../common/format.js";
 
 /**
  * `inference-monitor demo`: the engine on the built-in model (or --model), a varied workload (mixed
@@ -50,7 +51,7 @@ export async function demoCommand(args: string[], io: CliIo): Promise<number> {
         const info = await client.start();
         engineReadyAt = Date.now();
         warnGpuFallbacks(info, io);
-        io.stdout(`Engine ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads. ` +
+        io.stdout(`Engine ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}. ` +
             `Running for ${options.durationS} s (Ctrl-C to stop).\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);

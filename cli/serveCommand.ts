@@ -8,6 +8,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
+import {formatCount} from "../common/format.js";
 
 /**
  * `inference-monitor serve`: the engine behind an OpenAI-compatible API, with `/metrics` and the live
@@ -53,7 +54,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         const info = await client.start();
         readyAt = Date.now();
         warnGpuFallbacks(info, io);
-        io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
+        io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
             `prefix cache ${info.prefixCache ? "on" : "off"}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);

@@ -52,6 +52,11 @@ export function formatTokensPerS(tokensPerS: number): string {
     return `${tokensPerS.toFixed(1)} tok/s`;
 }
 
+/** A count with its noun, singular for one: "1 thread", "4 sequences". */
+export function formatCount(count: number, noun: string): string {
+    return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 /** A parameter count: "1.5 B", "20.0 M", "7.5 K", "512". */
 export function formatParams(count: number): string {
     if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B`;

@@ -8,7 +8,7 @@ import type {StatsManager} from "../host/stats/statsManager.js";
 import {rememberModel, type ModelChoice} from "./modelPicker.js";
 import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
 import {errorMessage} from "../../common/errorMessage.js";
-import {formatDuration, formatParams} from "../../common/format.js";
+import {formatCount, formatDuration, formatParams} from "../../common/format.js";
 import {describeGpuFallback} from "../../common/gpuBackendText.js";
 
 /** Context keys the `when` clauses of package.json use. */
@@ -151,7 +151,7 @@ export class EngineController implements vscode.Disposable {
             this.log.info(`Engine ready: ${info.model.name} ` +
                 `(${info.model.architecture}, ${formatParams(info.model.parameterCount)} params, ${info.model.quantization}) ` +
                 `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
-                `context ${info.contextSize}, ${info.parallel} sequences, ${info.threads} threads, ` +
+                `context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
                 `prefill chunk ${info.prefillChunkTokens} tokens, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();

@@ -44,7 +44,7 @@ describe("inference-monitor serve", () => {
         assert.equal(run.code, 0, run.stderr);
         assert.match(run.stdout, /OpenAI-compatible API: http:\/\/127\.0\.0\.1:\d+\/v1\n/);
         assert.match(run.stdout, /Stopping/);
-        assert.match(run.stdout, /^Ready: .*, prefill chunk 40 tokens\. Ctrl-C stops\.$/m);
+        assert.match(run.stdout, /^Ready: .*, 2 sequences, 1 thread, .*, prefill chunk 40 tokens\. Ctrl-C stops\.$/m);
     });
 
     test("a port in use is a clear error naming the flag, exit 1; a network bind without a key is refused", async () => {
