@@ -19,7 +19,7 @@ import {demoModelDtypes, ensureDemoModel, type DemoModelDtype, type DemoModelSiz
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import type {RequestResult} from "../extension/host/engineClient/requestState.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
-import {runWithEngineThreadpool} from "./engineThreadpool.js";
+import {runOnEngineThreadpool} from "./engineThreadpool.js";
 
 const {values} = parseArgs({
     options: {
@@ -157,12 +157,5 @@ async function main(): Promise<void> {
     await llama.dispose();
 }
 
-// The bare node-llama-cpp side runs in this process: on the engine's libuv pool size, as the engine does.
-const childExit = runWithEngineThreadpool();
-if (childExit !== undefined)
-    process.exitCode = childExit;
-else
-    main().catch((error: unknown) => {
-        console.error(error);
-        process.exitCode = 1;
-    });
+// The bare node-llama-cpp loop runs in this process: on the engine's libuv pool size, as the engine does.
+runOnEngineThreadpool(main);

@@ -61,7 +61,7 @@ import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
-import {runWithEngineThreadpool} from "./engineThreadpool.js";
+import {runOnEngineThreadpool} from "./engineThreadpool.js";
 
 const {values} = parseArgs({options: {
     json: {type: "string"},
@@ -317,12 +317,5 @@ async function main(): Promise<void> {
     }
 }
 
-// The bare node-llama-cpp side runs in this process: on the engine's libuv pool size, as the engine does.
-const childExit = runWithEngineThreadpool();
-if (childExit !== undefined)
-    process.exitCode = childExit;
-else
-    main().catch((error: unknown) => {
-        console.error(error);
-        process.exitCode = 1;
-    });
+// The kernel ceiling's node-llama-cpp runs in this process: on the engine's libuv pool size, as the engine does.
+runOnEngineThreadpool(main);

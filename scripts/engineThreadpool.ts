@@ -6,21 +6,26 @@
  * 389–423 with one, interleaved). A bare side on four threads would be a handicapped baseline.
  *
  * libuv reads UV_THREADPOOL_SIZE once, when its pool starts, so the size cannot change inside a running process:
- * `runWithEngineThreadpool()` runs this script again, in a child with the engine's size, and returns the child's exit
- * code; it returns undefined when this process already has it (then the caller goes on).
+ * `runOnEngineThreadpool(main)` runs `main` when this process already has the engine's size, else runs this script
+ * again in a child that has it and exits with the child's code.
  */
 import {spawnSync} from "node:child_process";
 import {engineThreadpoolSize} from "../extension/host/engineClient/childProcessTransport.js";
 
-export function runWithEngineThreadpool(): number | undefined {
+export function runOnEngineThreadpool(main: () => Promise<void>): void {
     const size = String(engineThreadpoolSize);
-    if (process.env.UV_THREADPOOL_SIZE === size)
-        return undefined;
+    if (process.env.UV_THREADPOOL_SIZE === size) {
+        main().catch((error: unknown) => {
+            console.error(error);
+            process.exitCode = 1;
+        });
+        return;
+    }
     const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
         stdio: "inherit",
         env: {...process.env, UV_THREADPOOL_SIZE: size}
     });
     if (child.error !== undefined)
         throw child.error;
-    return child.status ?? 1;
+    process.exitCode = child.status ?? 1;
 }
