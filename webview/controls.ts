@@ -5,6 +5,7 @@
 import {el, setText} from "./dom.js";
 import type {ExportFormat} from "../protocol/panelMessages.js";
 import type {ConnectionStatus} from "./transport.js";
+import {formatCount} from "../common/format.js";
 
 export const timeWindows = [{label: "1 min", ms: 60_000}, {label: "5 min", ms: 5 * 60_000}, {label: "15 min", ms: 15 * 60_000}] as const;
 
@@ -93,7 +94,7 @@ export class Controls {
     }
 
     setRejected(count: number): void {
-        setText(this.rejected, count === 0 ? "" : `${count} malformed message${count === 1 ? "" : "s"} dropped`);
+        setText(this.rejected, count === 0 ? "" : `${formatCount(count, "malformed message")} dropped`);
     }
 
     private button(label: string, action: string, title: string, onClick: () => void): HTMLButtonElement {

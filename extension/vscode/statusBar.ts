@@ -1,6 +1,6 @@
 import * as vscode from "vscode";
 import type {ActivePeriodView, StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
-import {formatClock, formatDuration, formatTokensPerS} from "../../common/format.js";
+import {formatClock, formatCount, formatDuration, formatTokensPerS} from "../../common/format.js";
 import type {ApiEndpoint} from "./apiEndpoint.js";
 import type {EngineController} from "./engineController.js";
 import type {ServerWatch} from "./serverWatch.js";
@@ -124,5 +124,5 @@ export class EngineStatusBar implements vscode.Disposable {
 /** "Last active 12:03:01–12:03:04 (2.8 s): 312.0 tok/s generated on average, 4 requests finished." */
 function describePeriod(period: ActivePeriodView): string {
     return `Last active ${formatClock(period.startedAt)}–${formatClock(period.endedAt)} (${formatDuration(period.endedAt - period.startedAt)}): ` +
-        `${formatTokensPerS(period.generationTokensPerS)} generated on average, ${period.requests} request${period.requests === 1 ? "" : "s"} finished.`;
+        `${formatTokensPerS(period.generationTokensPerS)} generated on average, ${formatCount(period.requests, "request")} finished.`;
 }

@@ -16,7 +16,8 @@ import {defaultThreads} from "../../../protocol/engineOptions.js";
  */
 export function engineExecArgv(threads: number | undefined, cores = os.availableParallelism()): string[] {
     // Without `threads` the engine picks them once it has read the model (defaultThreads): the host counts the small-model
-    // default, which gives the same answer on machines of up to 4 cores (both leave no core free) and on ones with SMT.
+    // default. The flags come out the same for a large model on machines of up to 4 cores and on ones with SMT; a large
+    // model on 5+ cores without SMT keeps V8's optimizing compilers although its threads take every core.
     const computeThreads = threads ?? defaultThreads(cores);
     return cores < computeThreads + 3 ? ["--no-turbofan", "--no-maglev"] : [];
 }
