@@ -327,13 +327,18 @@ export interface DemoModelOptions {
     readonly contextLength?: number,
     /**
      * Fill-in-the-middle tokens (`<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`, as Qwen2.5-Coder's; named in
-     * `tokenizer.ggml.fim_*_token_id`), so a completion's `suffix` works as on a code model. Default false.
+     * `tokenizer.ggml.fim_*_token_id`), so a completion's `suffix` works as on a code model. `"repo"`: also Qwen2.5-Coder's
+     * repository-level tokens, `<|repo_name|>` (found by its text, as llama.cpp finds it in GGUFs that do not name it) and
+     * `<|file_sep|>` (named in `tokenizer.ggml.fim_sep_token_id`), so `/infill` puts other files in the repo-level
+     * pattern. Default false.
      */
-    readonly fillInMiddle?: boolean
+    readonly fillInMiddle?: boolean | "repo"
 }
 
 /** A fill-in-the-middle model's tokens, in the order prefix, suffix, middle. */
 export const demoFimTokens = ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"] as const;
+/** A repository-level fill-in-the-middle model's repository and file-separator tokens. */
+export const demoFimRepoTokens = ["<|repo_name|>", "<|file_sep|>"] as const;
 
 type ResolvedOptions = Required<Omit<DemoModelOptions, "chatTemplate">> & {chatTemplate: string | undefined};
 
@@ -363,7 +368,8 @@ function resolveOptions(opts: DemoModelOptions): ResolvedOptions {
 export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpec {
     const {size, seed, dtype, chatTemplate, textOnly, contextLength, fillInMiddle} = resolveOptions(opts);
     const shape = {...demoModelSizes[size].shape, contextLength};
-    const added = [...demoAddedTokens(chatTemplate), ...fillInMiddle ? demoFimTokens : []];
+    const added = [...demoAddedTokens(chatTemplate), ...fillInMiddle !== false ? demoFimTokens : [],
+        ...fillInMiddle === "repo" ? demoFimRepoTokens : []];
     const vocabulary = added.length === 0 ? baseVocabulary : buildDemoVocabulary(added);
     const headDim = shape.embeddingLength / shape.headCount;
     const u32 = (value: number) => ({type: "uint32", value}) as const;
@@ -392,8 +398,9 @@ export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpe
         {key: "tokenizer.ggml.add_bos_token", value: {type: "bool", value: true}},
         {key: "tokenizer.ggml.add_eos_token", value: {type: "bool", value: false}},
         ...chatTemplate === undefined ? [] : [{key: "tokenizer.chat_template", value: {type: "string", value: chatTemplate}} as const],
-        ...!fillInMiddle ? [] : (["pre", "suf", "mid"] as const).map((part, i) =>
-            ({key: `tokenizer.ggml.fim_${part}_token_id`, value: u32(vocabulary.tokens.indexOf(demoFimTokens[i]!))}))
+        ...fillInMiddle === false ? [] : (["pre", "suf", "mid"] as const).map((part, i) =>
+            ({key: `tokenizer.ggml.fim_${part}_token_id`, value: u32(vocabulary.tokens.indexOf(demoFimTokens[i]!))})),
+        ...fillInMiddle !== "repo" ? [] : [{key: "tokenizer.ggml.fim_sep_token_id", value: u32(vocabulary.tokens.indexOf(demoFimRepoTokens[1]))}]
     ];
 
     const encoding = dtypeEncodings[dtype];
@@ -518,7 +525,8 @@ export function demoModelFileName(opts: DemoModelOptions = {}): string {
     const {size, seed, dtype, chatTemplate, textOnly, contextLength, fillInMiddle} = resolveOptions(opts);
     const template = chatTemplate === undefined ? "" : `-chat${fnv1a(chatTemplate).toString(16).padStart(8, "0")}`;
     const context = contextLength === defaultDemoContextLength ? "" : `-ctx${contextLength}`;
-    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}${context}${fillInMiddle ? "-fim" : ""}` +
+    const fim = fillInMiddle === "repo" ? "-fimrepo" : fillInMiddle ? "-fim" : "";
+    return `inference-monitor-demo-${size}-seed${seed}-${dtype}${template}${textOnly ? "-text" : ""}${context}${fim}` +
         `-v${DEMO_MODEL_GENERATOR_VERSION}.gguf`;
 }
 
