@@ -21,7 +21,7 @@ import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
 import {extraSampling, invalidSampling, type ExtraSampling} from "./samplingOptions.js";
 import {jsonGrammarStop, ResponseFormatError, ResponseGrammars} from "./responseGrammar.js";
-import {tokenLogprob} from "./tokenLogprobs.js";
+import {scoredPromptTokenLogprob, tokenLogprob} from "./tokenLogprobs.js";
 import {WaitingQueue} from "./waitingQueue.js";
 import {EmbeddingRunner} from "./embeddingRunner.js";
 import {outOfVocabulary} from "./vocabularyCheck.js";
@@ -697,7 +697,7 @@ export class Engine {
             [token, {generateNext: {probabilities: true}}]);
         const results = await slot.sequence.controlledEvaluate(items);
         return results.map((result, i) =>
-            tokenLogprob(this.loaded.model, input[from + i + 1]!, result?.next.probabilities, top, this.pieceContext(), true));
+            scoredPromptTokenLogprob(this.loaded.model, input[from + i + 1]!, result?.next.probabilities, top, this.pieceContext()));
     }
 
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */

@@ -27,3 +27,30 @@ export function tokenLogprob(model: LlamaModel, token: Token, probabilities: Rea
         }
     return {token: model.detokenize([token], specialTokens, context), logprob: logOf(probabilities?.get(token)), top: alternatives};
 }
+
+/**
+ * A scored prompt token's entry (GenerateRequest.promptLogprobs): {@link tokenLogprob} with special tokens' text, plus
+ * the token ids and the token's rank in the model's distribution (1: the most likely; its place in `probabilities`,
+ * which the scoring's greedy evaluation gives for the whole vocabulary, most likely first), as vLLM's `prompt_logprobs`
+ * report them.
+ */
+export function scoredPromptTokenLogprob(model: LlamaModel, token: Token, probabilities: ReadonlyMap<Token, number> | undefined,
+                                         top: number, context: readonly Token[]): TokenLogprob {
+    const entry = tokenLogprob(model, token, probabilities, top, context, true);
+    const ids: Token[] = [];
+    let rank: number | undefined;
+    if (probabilities !== undefined) {
+        let place = 0;
+        for (const candidate of probabilities.keys()) {
+            place++;
+            if (ids.length < entry.top.length)
+                ids.push(candidate);
+            if (candidate === token)
+                rank = place;
+            if (rank !== undefined && ids.length >= entry.top.length)
+                break;
+        }
+    }
+    return {...entry, top: entry.top.map((alternative, i) => ({...alternative, id: ids[i]!})), id: token,
+        ...rank !== undefined ? {rank} : {}};
+}

@@ -147,14 +147,21 @@ export type SamplingPenalties = {
     lastTokens?: number
 };
 
-/** One alternative at a generated token's position: its text and natural-log probability. */
-export type TopLogprob = {token: string, logprob: number};
+/** One alternative at a token's position: its text and natural-log probability (in a scored prompt also its id). */
+export type TopLogprob = {token: string, logprob: number, id?: number};
 /**
  * A generated token's text and natural-log probability under the distribution it was sampled from (after
  * top-k, top-p, min-p and temperature; the model's own at temperature 0), with the `top` most likely tokens
  * there. Impossible tokens read −9999 (JSON has no −Infinity), as OpenAI's API reports them.
  */
-export type TokenLogprob = {token: string, logprob: number, top: TopLogprob[]};
+export type TokenLogprob = {
+    token: string, logprob: number, top: TopLogprob[],
+    /**
+     * In a scored prompt (PromptLogprobs): the token's id, and its `rank` in the distribution (1: the most likely), as
+     * vLLM's prompt_logprobs give them.
+     */
+    id?: number, rank?: number
+};
 /**
  * What a client that tokenizes for the server needs to know (vLLM's `/tokenizer_info`): the text of the BOS and EOS
  * tokens (absent: the vocabulary has none), whether a text prompt begins with BOS, and the GGUF's chat template.
@@ -579,14 +586,19 @@ export function parseHostToEngine(value: unknown): HostToEngine {
 }
 
 function parseTopLogprob(value: unknown): TopLogprob {
-    const obj = expectObject(value, "event.logprobs[].top[]");
-    return {token: expectString(obj, "token", "event.logprobs[].top[]", 1000), logprob: expectNumber(obj, "logprob", "event.logprobs[].top[]")};
+    const what = "event.logprobs[].top[]";
+    const obj = expectObject(value, what);
+    const id = optionalInteger(obj, "id", what);
+    return {token: expectString(obj, "token", what, 1000), logprob: expectNumber(obj, "logprob", what), ...id !== undefined ? {id} : {}};
 }
 
 function parseTokenLogprob(value: unknown): TokenLogprob {
-    const obj = expectObject(value, "event.logprobs[]");
-    return {token: expectString(obj, "token", "event.logprobs[]", 1000), logprob: expectNumber(obj, "logprob", "event.logprobs[]"),
-        top: expectArray(obj, "top", "event.logprobs[]", maxTopLogprobs).map(parseTopLogprob)};
+    const what = "event.logprobs[]";
+    const obj = expectObject(value, what);
+    const id = optionalInteger(obj, "id", what);
+    const rank = optionalInteger(obj, "rank", what);
+    return {token: expectString(obj, "token", what, 1000), logprob: expectNumber(obj, "logprob", what),
+        top: expectArray(obj, "top", what, maxTopLogprobs).map(parseTopLogprob), ...id !== undefined ? {id} : {}, ...rank !== undefined ? {rank} : {}};
 }
 
 const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "promptLogprobs", "finished"];

@@ -13,7 +13,7 @@
  */
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
-import {parseLogitBias, parseLogprobs, parsePenalties, parseResponseFormat} from "./openaiSampling.js";
+import {parseLogitBias, parseLogprobs, parsePenalties, parsePromptLogprobs, parseResponseFormat} from "./openaiSampling.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {isObject, type JsonObject} from "./validation.js";
@@ -36,7 +36,9 @@ export type SamplingParams = EngineSampling & {
     /** The `model` field as sent (informational: this server serves one model). */
     model?: string,
     /** Choices to generate (OpenAI's `n`): one engine request each, for the same prompt. */
-    n: number
+    n: number,
+    /** vLLM's `prompt_logprobs`: the prompt's tokens scored with this many alternatives each (never with a stream). */
+    promptLogprobs?: number
 };
 
 /** OpenAI's bound on `n`. */
@@ -87,8 +89,18 @@ export type CompletionLogprobs = {
     text_offset: number[]
 };
 
+/** One token's entry in vLLM's `prompt_logprobs`: `rank` 1 is the most likely token; `decoded_token` its text. */
+export type ApiPromptTokenLogprob = {logprob: number, rank: number | null, decoded_token: string};
+/**
+ * vLLM's `prompt_logprobs`: one entry per prompt token, null for the first (nothing comes before it), else the token's own
+ * entry and the most likely alternatives', keyed by token id.
+ */
+export type ApiPromptLogprobs = Array<Record<string, ApiPromptTokenLogprob> | null>;
+
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
+    /** With vLLM's `prompt_logprobs`: the rendered prompt's (where vLLM puts it in a chat answer). */
+    prompt_logprobs?: ApiPromptLogprobs,
     choices: Array<{index: number, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
         finish_reason: ApiFinishReason,
         logprobs: ChatLogprobs | null}>,
@@ -104,7 +116,9 @@ export type ChatCompletionChunk = {
 };
 export type Completion = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null}>,
+    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null,
+        /** With vLLM's `prompt_logprobs`: the choice's prompt's. */
+        prompt_logprobs?: ApiPromptLogprobs}>,
     usage: Usage
 };
 export type CompletionChunk = {
@@ -174,6 +188,8 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (logitBias !== undefined && logitBias.length > 0) params.logitBias = logitBias;
     if (responseFormat !== undefined) params.responseFormat = responseFormat;
     if (logprobs !== undefined) params.logprobs = logprobs;
+    const promptLogprobs = parsePromptLogprobs(body, stream);
+    if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
     if (typeof body.model === "string") params.model = body.model;
     return params;

@@ -92,6 +92,22 @@ export function schemaFormat(schema: JsonObject, param: string): ResponseFormat 
 }
 
 /**
+ * vLLM's `prompt_logprobs` (both endpoints): the prompt's tokens scored, each with this many most likely alternatives
+ * (0: the token alone). As vLLM: not with a stream, except 0 (which a stream then leaves out); at most 20, vLLM's default
+ * `max_logprobs`, so −1 (the whole vocabulary) is refused. Undefined: nothing to report.
+ */
+export function parsePromptLogprobs(body: JsonObject, stream: boolean): number | undefined {
+    const value = optionalNumberField(body, "prompt_logprobs", -1, Number.MAX_SAFE_INTEGER, true);
+    if (value === undefined)
+        return undefined;
+    if (stream && value !== 0)
+        fail("prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`");
+    if (value === -1 || value > maxTopLogprobs)
+        fail("prompt_logprobs", `at most ${maxTopLogprobs} alternatives per prompt token (-1, the whole vocabulary, is not served), got ${value}`);
+    return stream ? undefined : value;
+}
+
+/**
  * Alternatives per token to report, undefined for none. Chat: `logprobs: true` with `top_logprobs`
  * (0–20); completions: `logprobs: N` (OpenAI allows 0–5, vLLM up to 20: so does this server).
  */

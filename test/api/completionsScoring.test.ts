@@ -1,8 +1,8 @@
 /**
  * What evaluation harnesses send to `/v1/completions` (lm-evaluation-harness's `local-completions`, scripts that
  * score text): `echo` with `logprobs` (the prompt's tokens scored by the model, the first one null), `max_tokens: 0`
- * (the prompt alone), token-id prompts and batches of prompts, through the official `openai` client on stories260K
- * (a real trained model, so a likely continuation and an unlikely one really differ).
+ * (the prompt alone), token-id prompts and batches of prompts, and vLLM's `prompt_logprobs` on both endpoints, through the
+ * official `openai` client on stories260K (a real trained model, so a likely continuation and an unlikely one really differ).
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
@@ -18,6 +18,9 @@ const suite = "completions: echo, prompt log-probabilities, token and batch prom
 
 /** The completions fields the SDK's types leave out or type narrower than the API takes. */
 type Body = Omit<OpenAI.CompletionCreateParamsNonStreaming, "prompt" | "model"> & {prompt: unknown, model?: string};
+
+/** vLLM's prompt_logprobs: per prompt token (the first null) entries keyed by token id. */
+type PromptLogprobs = Array<Record<string, {logprob: number, rank: number | null, decoded_token: string}> | null>;
 
 /** OpenAI's legacy logprobs with what echo adds: null for the prompt's first token. */
 type EchoLogprobs = {tokens: string[], token_logprobs: Array<number | null>, top_logprobs: Array<Record<string, number> | null>, text_offset: number[]};
@@ -183,6 +186,80 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
             assert.ok(lifecycle.metrics.prefillS !== undefined && lifecycle.metrics.prefillS > 0, JSON.stringify(lifecycle.metrics));
         } finally {
             stop();
+        }
+    });
+
+    test("vLLM's prompt_logprobs: each prompt token keyed by id with its rank and the top alternatives; the echo's scores", async () => {
+        const prompt = "Once upon a time, there was a little girl named Lily. She saw a big cat";
+        const ids = [1, ...await tokenize(prompt)];
+        const answer = await complete({prompt, max_tokens: 2, temperature: 0, prompt_logprobs: 3} as Body);
+        const scores = (answer.choices[0] as unknown as {prompt_logprobs: PromptLogprobs}).prompt_logprobs;
+        assert.equal(answer.usage?.prompt_tokens, ids.length);
+        assert.equal(scores.length, ids.length, "one entry per prompt token");
+        assert.equal(scores[0], null, "the first token has nothing before it");
+        const echoed = logprobsOf((await complete({prompt, max_tokens: 0, echo: true, logprobs: 3})).choices[0]!);
+        let outsideTop = 0;
+        for (let i = 1; i < ids.length; i++) {
+            const entries = scores[i]!;
+            const own = entries[String(ids[i])];
+            assert.ok(own !== undefined, `token ${i}: its own id ${ids[i]} is a key`);
+            assert.ok(Number.isInteger(own.rank) && own.rank! >= 1, `token ${i}: rank ${own.rank}`);
+            assert.equal(own.decoded_token, echoed.tokens[i], "its text, as the echo shows it");
+            assert.ok(Math.abs(own.logprob - echoed.token_logprobs[i]!) < 1e-3, `token ${i}: ${own.logprob} vs echo ${echoed.token_logprobs[i]}`);
+            const ranked = Object.values(entries).filter((entry) => entry.rank !== null && entry.rank <= 3).sort((a, b) => a.rank! - b.rank!);
+            assert.deepEqual(ranked.map((entry) => entry.rank), [1, 2, 3], `token ${i}: the three most likely`);
+            assert.ok(ranked[0]!.logprob >= ranked[1]!.logprob && ranked[1]!.logprob >= ranked[2]!.logprob);
+            assert.deepEqual(ranked.map((entry) => entry.logprob), Object.values(echoed.top_logprobs[i]!).sort((a, b) => b - a),
+                "the echo's alternatives");
+            // The token among the three, or a fourth entry ranked below them, as likely as its rank says.
+            assert.equal(Object.keys(entries).length, own.rank! <= 3 ? 3 : 4);
+            assert.ok(own.logprob <= ranked[0]!.logprob);
+            if (own.rank! > 3) {
+                outsideTop++;
+                assert.ok(own.logprob <= ranked[2]!.logprob);
+            } else
+                assert.equal(own, ranked[own.rank! - 1], "its entry is the alternative of its rank");
+        }
+        assert.ok(outsideTop > 0 && outsideTop < ids.length - 1, `some prompt tokens outside the model's top 3 (${outsideTop}), not all`);
+
+        // Chat: once, for the rendered prompt, beside the choices; 0: each token alone.
+        const chat = await api.openai.chat.completions.create({model: "m", messages: [{role: "user", content: "Tell me a story"}], max_tokens: 2,
+            temperature: 0, n: 2, prompt_logprobs: 0} as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        const chatScores = (chat as unknown as {prompt_logprobs: PromptLogprobs}).prompt_logprobs;
+        assert.equal(chatScores.length, chat.usage?.prompt_tokens);
+        assert.equal(chatScores[0], null);
+        assert.ok(chatScores.slice(1).every((entries) => Object.keys(entries!).length === 1));
+        // With an echo's log-probabilities: each with the alternatives it asked for.
+        const both = await complete({prompt, max_tokens: 0, echo: true, logprobs: 1, prompt_logprobs: 4} as Body);
+        assert.ok(logprobsOf(both.choices[0]!).top_logprobs.slice(1).every((top) => Object.keys(top!).length === 1));
+        assert.ok((both.choices[0] as unknown as {prompt_logprobs: PromptLogprobs}).prompt_logprobs.slice(1)
+            .every((entries) => Object.keys(entries!).length >= 4));
+        const plain = await complete({prompt, max_tokens: 1});
+        assert.equal("prompt_logprobs" in plain.choices[0]!, false, "not asked for, not there");
+    });
+
+    test("prompt_logprobs as vLLM refuses it: with a stream (but 0), −1 (the whole vocabulary), over 20, not an integer", async () => {
+        // A stream that goes ahead must not carry them.
+        const status = async (body: Record<string, unknown>, path = "completions"): Promise<{status: number, param?: string, message?: string}> => {
+            const response = await fetch(new URL(`${api.openai.baseURL}/${path}`), {method: "POST", headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({model: "m", max_tokens: 1, ...path === "completions" ? {prompt: "Once"} : {messages: [{role: "user", content: "Hi"}]},
+                    ...body})});
+            if (response.status === 200) {
+                assert.doesNotMatch(await response.text(), /prompt_logprobs/);
+                return {status: 200};
+            }
+            const json = await response.json() as {error: {param?: string, message?: string}};
+            return {status: response.status, param: json.error.param, message: json.error.message};
+        };
+        for (const path of ["completions", "chat/completions"]) {
+            const streamed = await status({prompt_logprobs: 1, stream: true}, path);
+            assert.deepEqual([streamed.status, streamed.param], [400, "prompt_logprobs"], path);
+            assert.match(streamed.message!, /not available when `stream=True`/);
+            assert.equal((await status({prompt_logprobs: 0, stream: true}, path)).status, 200, `${path}: 0 streams (and reports nothing)`);
+            for (const value of [-1, 21, 2.5, "3"]) {
+                const refused = await status({prompt_logprobs: value}, path);
+                assert.deepEqual([refused.status, refused.param], [400, "prompt_logprobs"], `${path} ${JSON.stringify(value)}`);
+            }
         }
     });
 

@@ -7,11 +7,13 @@
  * Completions also take what evaluation harnesses send (lm-evaluation-harness's `local-completions`): token-id
  * prompts, a batch of prompts, and `echo` — each choice's text begins with its prompt's, and with `logprobs` the
  * prompt's tokens come first in the log-probabilities (the first one null), scored by the model; `max_tokens: 0`
- * then scores the prompt alone, as OpenAI's legacy API and vLLM answer it.
+ * then scores the prompt alone, as OpenAI's legacy API and vLLM answer it. Both endpoints take vLLM's `prompt_logprobs`
+ * (the prompt's tokens scored, keyed by token id, with their ranks) in a whole answer.
  */
 import type http from "node:http";
 import type {
-    ApiFinishReason, ApiToolCall, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionChunk,
+    ApiFinishReason, ApiPromptLogprobs, ApiToolCall, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion,
+    CompletionChunk,
     CompletionRequest,
     SamplingParams, Usage
 } from "../../../protocol/openaiApi.js";
@@ -24,7 +26,7 @@ import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import {type EngineJob, type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
-import {chatLogprobs, completionLogprobs} from "./logprobsShapes.js";
+import {chatLogprobs, completionLogprobs, vllmPromptLogprobs, withTop} from "./logprobsShapes.js";
 
 
 type Kind = "chat" | "completions";
@@ -46,8 +48,9 @@ export async function serveChatCompletion(body: ChatCompletionRequest, context: 
 export async function serveCompletion(body: CompletionRequest, context: GenerationContext): Promise<void> {
     const echoes: string[] = [];
     const jobs: EngineJob[] = [];
-    const params: SamplingParams & {promptLogprobs?: number} =
-        body.echo && body.logprobs !== undefined ? {...body, promptLogprobs: body.logprobs} : body;
+    // The prompt is scored for an echo with log-probabilities and for vLLM's prompt_logprobs, with the alternatives both ask for.
+    const scoreTop = Math.max(body.echo && body.logprobs !== undefined ? body.logprobs : -1, body.promptLogprobs ?? -1);
+    const params: SamplingParams = scoreTop >= 0 ? {...body, promptLogprobs: scoreTop} : body;
     for (const [index, prompt] of body.prompts.entries()) {
         const input: GenerationSource = typeof prompt === "string"
             ? {prompt, ...(body.suffix !== undefined ? {suffix: body.suffix} : {})} : {promptTokens: prompt};
@@ -70,7 +73,7 @@ async function promptText(tokens: number[], {client}: GenerationContext, index: 
 }
 
 /** `n` choices of one input: one job each; with a seed, choice i samples with seed + i (the same seed would give n equal answers). */
-function choicesOf(params: SamplingParams & {promptLogprobs?: number}, input: GenerationSource): EngineJob[] {
+function choicesOf(params: SamplingParams, input: GenerationSource): EngineJob[] {
     return Array.from({length: params.n}, (_, i) =>
         ({input, params: params.seed === undefined || i === 0 ? params : {...params, seed: params.seed + i}}));
 }
@@ -92,7 +95,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
             created: Math.floor(Date.now() / 1000),
             model: context.modelId
         };
-        const answer: Answer = {kind, ids, n: params.n, echoes};
+        const answer: Answer = {kind, ids, n: params.n, echoes, logprobs: params.logprobs, promptLogprobs: params.promptLogprobs};
         if (params.stream)
             await stream(answer, params.includeUsage, handles, response);
         else
@@ -101,8 +104,13 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
 }
 
 type ResponseIds = {id: string, created: number, model: string};
-/** How the choices are answered: `n` choices per prompt; `echoes`, with `echo`, each prompt's text. */
-type Answer = {kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[]};
+/**
+ * How the choices are answered: `n` choices per prompt; `echoes`, with `echo`, each prompt's text; `logprobs` and
+ * `promptLogprobs`, the alternatives per token the request asked for (SamplingParams).
+ */
+type Answer = {
+    kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[], logprobs: number | undefined, promptLogprobs: number | undefined
+};
 
 /**
  * OpenAI's usage, with the prompt tokens the engine found in its prefix cache (as vLLM reports `num_cached_tokens`)
@@ -144,21 +152,27 @@ function chatChoice(result: RequestResult, index: number): ChatCompletion["choic
     return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
 }
 
-async function respondWhole({kind, ids, n, echoes}: Answer, results: readonly RequestResult[], client: EngineClient, fields: RefusalFields,
-                            response: http.ServerResponse): Promise<void> {
+async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs}: Answer, results: readonly RequestResult[],
+                            client: EngineClient, fields: RefusalFields, response: http.ServerResponse): Promise<void> {
     if (results.some((result) => result.reason === "abort") && response.destroyed)
         return;
     const failed = results.find((result) => result.reason === "error" || result.reason === "abort");
     if (failed !== undefined)
         throw refusal(failed, client, fields);
+    // vLLM's prompt_logprobs: a chat answer's once (every choice has the same prompt), each completion choice its prompt's.
+    const scored = (result: RequestResult | undefined): {prompt_logprobs?: ApiPromptLogprobs} =>
+        promptLogprobs !== undefined && result?.promptLogprobs !== undefined
+            ? {prompt_logprobs: vllmPromptLogprobs(result.promptLogprobs, promptLogprobs)} : {};
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", usage: usageOf(results, n), choices: results.map(chatChoice)}
+        ? {...ids, object: "chat.completion", ...scored(results[0]), usage: usageOf(results, n), choices: results.map(chatChoice)}
         : {...ids, object: "text_completion", usage: usageOf(results, n),
             choices: results.map((result, index) => {
                 const echo: string | undefined = echoes[Math.floor(index / n)];
+                const echoScores = echo !== undefined && logprobs !== undefined && result.promptLogprobs !== undefined
+                    ? withTop(result.promptLogprobs, logprobs) : undefined;
                 return {index, text: (echo ?? "") + result.text, finish_reason: finishReason(result),
-                    logprobs: result.logprobs !== undefined || result.promptLogprobs !== undefined
-                        ? completionLogprobs(result.logprobs ?? [], 0, echo !== undefined ? result.promptLogprobs : undefined) : null};
+                    logprobs: result.logprobs !== undefined || echoScores !== undefined
+                        ? completionLogprobs(result.logprobs ?? [], 0, echoScores) : null, ...scored(result)};
             })};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
