@@ -44,9 +44,12 @@ export type SamplingParams = EngineSampling & {
 /** OpenAI's bound on `n`. */
 export const maxChoices = 128;
 
-/** `continueFinalMessage`: vLLM's `continue_final_message`, the answer continues the final assistant message. */
+/**
+ * `continueFinalMessage`: vLLM's `continue_final_message`, the answer continues the final assistant message. `echo`:
+ * vLLM's, the answer's content begins with the final message's when that is the assistant's (the role answering).
+ */
 export type ChatCompletionRequest = SamplingParams & ToolParams & ReasoningParams & {
-    messages: ChatMessage[], continueFinalMessage?: boolean
+    messages: ChatMessage[], continueFinalMessage?: boolean, echo?: boolean
 };
 /** A completion's prompt: text, or token ids (evaluated as given). */
 export type CompletionPrompt = string | number[];
@@ -249,6 +252,8 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
         fail("ignore_eos", "cannot be used with a tool_choice that demands a call (the call ends the answer)");
     if (request.toolChoice !== undefined && request.responseFormat !== undefined)
         fail("response_format", "cannot be used with a tool_choice that demands a call");
+    if (optionalBooleanField(body, "echo") === true)
+        request.echo = true;
     if (optionalBooleanField(body, "continue_final_message") === true) {
         if (request.messages.at(-1)?.role !== "assistant")
             fail("continue_final_message", "the last message must be the assistant's message to continue");

@@ -1,7 +1,7 @@
 /**
  * What evaluation harnesses send to `/v1/completions` (lm-evaluation-harness's `local-completions`, scripts that
  * score text): `echo` with `logprobs` (the prompt's tokens scored by the model, the first one null), `max_tokens: 0`
- * (the prompt alone), token-id prompts and batches of prompts, and vLLM's `prompt_logprobs` on both endpoints, through the
+ * (the prompt alone), token-id prompts and batches of prompts, vLLM's `prompt_logprobs` on both endpoints and its chat `echo`, through the
  * official `openai` client on stories260K (a real trained model, so a likely continuation and an unlikely one really differ).
  */
 import assert from "node:assert/strict";
@@ -236,6 +236,36 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
             .every((entries) => Object.keys(entries!).length >= 4));
         const plain = await complete({prompt, max_tokens: 1});
         assert.equal("prompt_logprobs" in plain.choices[0]!, false, "not asked for, not there");
+    });
+
+    test("chat echo (vLLM's): the content begins with the final assistant message, whole and streamed; not another role's", async () => {
+        type ChatBody = OpenAI.ChatCompletionCreateParamsNonStreaming & {echo?: boolean, continue_final_message?: boolean};
+        const chat = (body: Omit<ChatBody, "model">): Promise<OpenAI.ChatCompletion> =>
+            api.openai.chat.completions.create({model: "m", ...body} as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        const messages: OpenAI.ChatCompletionMessageParam[] = [{role: "user", content: "Tell me a story"},
+            {role: "assistant", content: "Once upon a time, there was"}];
+        const body = {messages, max_tokens: 6, temperature: 0, continue_final_message: true, n: 2};
+        const plain = await chat(body);
+        const echoed = await chat({...body, echo: true});
+        for (const [index, choice] of echoed.choices.entries())
+            assert.equal(choice.message.content, `Once upon a time, there was${plain.choices[index]!.message.content}`);
+        assert.deepEqual([echoed.usage?.prompt_tokens, echoed.usage?.completion_tokens], [plain.usage?.prompt_tokens, plain.usage?.completion_tokens],
+            "the echo is not generated: the same token counts");
+
+        const contents: string[][] = [[], []];
+        for await (const chunk of await api.openai.chat.completions.create({model: "m", ...body, echo: true, stream: true} as
+            OpenAI.ChatCompletionCreateParamsStreaming)) {
+            const choice = chunk.choices[0];
+            if (choice?.delta.content !== undefined && choice.delta.content !== null && choice.delta.content !== "")
+                contents[choice.index]!.push(choice.delta.content);
+        }
+        assert.deepEqual(contents.map((pieces) => pieces[0]), ["Once upon a time, there was", "Once upon a time, there was"],
+            "each choice's first content delta is the echo");
+        assert.deepEqual(contents.map((pieces) => pieces.join("")), echoed.choices.map((choice) => choice.message.content));
+
+        const userLast = await chat({messages: [messages[0]!], max_tokens: 4, temperature: 0, echo: true});
+        assert.equal(userLast.choices[0]!.message.content, (await chat({messages: [messages[0]!], max_tokens: 4, temperature: 0}))
+            .choices[0]!.message.content, "a final user message is not echoed (the answer is the assistant's)");
     });
 
     test("prompt_logprobs as vLLM refuses it: with a stream (but 0), −1 (the whole vocabulary), over 20, not an integer", async () => {

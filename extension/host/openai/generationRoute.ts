@@ -38,7 +38,10 @@ export async function serveChatCompletion(body: ChatCompletionRequest, context: 
         ...toolChoice !== undefined ? {toolChoice} : {}, ...parallelToolCalls !== undefined ? {parallelToolCalls} : {},
         ...separateReasoning !== undefined ? {separateReasoning} : {}, ...allowReasoning !== undefined ? {allowReasoning} : {},
         ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}};
-    await serveGeneration("chat", body, choicesOf(body, input), [], context);
+    // vLLM's echo: each choice's content begins with the final message's, when it is the answering role's.
+    const last = body.messages.at(-1);
+    const echo = body.echo === true && last?.role === "assistant" && last.content !== "" ? [last.content] : [];
+    await serveGeneration("chat", body, choicesOf(body, input), echo, context);
 }
 
 /**
@@ -84,7 +87,7 @@ function fieldsOf(kind: Kind, withSuffix: boolean): RefusalFields {
         ...kind === "completions" && withSuffix ? {suffix: "suffix"} : {}};
 }
 
-/** `echoes`: with `echo`, each prompt's text (choice i belongs to prompt ⌊i / n⌋). */
+/** `echoes`: with `echo`, each prompt's text (choice i belongs to prompt ⌊i / n⌋); chat: the final message's, for every choice. */
 async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonly EngineJob[], echoes: readonly string[],
                                context: GenerationContext): Promise<void> {
     const {client, response} = context;
@@ -141,14 +144,16 @@ function toolCallsOf(result: RequestResult): ApiToolCall[] | undefined {
         function: {name: call.name, arguments: call.arguments}}));
 }
 
-function chatChoice(result: RequestResult, index: number): ChatCompletion["choices"][number] {
+/** `echo`: the text the content begins with (vLLM's chat echo). */
+function chatChoice(result: RequestResult, index: number, echo = ""): ChatCompletion["choices"][number] {
     const logprobs = result.logprobs;
     const toolCalls = toolCallsOf(result);
+    const text = echo + result.text;
     // With tool calls and no text, `content` is null, as OpenAI answers.
     const reasoning = result.reasoning !== undefined && result.reasoning.text !== "" ? {reasoning_content: result.reasoning.text} : {};
     const message: ChatCompletion["choices"][0]["message"] = toolCalls !== undefined
-        ? {role: "assistant", content: result.text === "" ? null : result.text, ...reasoning, tool_calls: toolCalls}
-        : {role: "assistant", content: result.text, ...reasoning};
+        ? {role: "assistant", content: text === "" ? null : text, ...reasoning, tool_calls: toolCalls}
+        : {role: "assistant", content: text, ...reasoning};
     return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
 }
 
@@ -164,7 +169,8 @@ async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs}: An
         promptLogprobs !== undefined && result?.promptLogprobs !== undefined
             ? {prompt_logprobs: vllmPromptLogprobs(result.promptLogprobs, promptLogprobs)} : {};
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", ...scored(results[0]), usage: usageOf(results, n), choices: results.map(chatChoice)}
+        ? {...ids, object: "chat.completion", ...scored(results[0]), usage: usageOf(results, n),
+            choices: results.map((result, index) => chatChoice(result, index, echoes[0]))}
         : {...ids, object: "text_completion", usage: usageOf(results, n),
             choices: results.map((result, index) => {
                 const echo: string | undefined = echoes[Math.floor(index / n)];
@@ -215,6 +221,11 @@ async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, han
         const sendEcho = (): void => {
             if (echo === undefined)
                 return;
+            if (kind === "chat") {
+                send(chunk(kind, ids, index, echo, null));
+                echo = undefined;
+                return;
+            }
             const scores = handle.promptLogprobs;
             send({...ids, object: "text_completion", choices: [{index, text: echo, finish_reason: null,
                 logprobs: scores !== undefined ? completionLogprobs([], 0, scores) : null}]} satisfies CompletionChunk);
