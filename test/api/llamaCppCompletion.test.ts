@@ -3,7 +3,9 @@
  * llama-server on the same model file with FIM tokens: the same prompt tokens for the same request — the cursor's line,
  * other files' code behind snippet separators, a prefix and a suffix cut to one batch as llama-server cuts them —, the
  * same greedy text, `n_indent` ending at the same place; streamed pieces adding up to the whole; `t_max_predict_ms`;
- * `n_predict: 0` leaving the prompt in the prefix cache; refusals naming their field.
+ * `n_predict: 0` leaving the prompt in the prefix cache; refusals naming their field. And `/infill` on a model with
+ * Qwen2.5-Coder's repository-level tokens: other files in llama.cpp's repo-level pattern (the repository token and
+ * "myproject", each file behind the file separator and its name, then the file being edited), as llama-server builds it.
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -27,13 +29,14 @@ async function answer(origin: string, path: string, body: unknown): Promise<Answ
     return json;
 }
 
-const suite = "llama.cpp's /completion and /infill, against llama-server on the same model";
-describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
-    const modelPath = (): Promise<string> => ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, fillInMiddle: true});
+/**
+ * In the current suite: our server and llama-server on the same tiny demo model with FIM tokens (`fillInMiddle`: "repo"
+ * adds the repository-level ones), one sequence, a 1024-token context, batches of 512. `ours()`: our origin.
+ */
+function serversOnFimModel(fillInMiddle: true | "repo"): {ours: () => string, peer: () => LlamaServer} {
+    const modelPath = (): Promise<string> => ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, fillInMiddle});
     const api = apiForSuite(async () => ({modelPath: await modelPath(), contextSize: 1024, parallel: 1}));
-    const ours = (): string => api.openai.baseURL.replace(/\/v1$/, "");
-    let peer: LlamaServer;
-
+    let peer: LlamaServer | undefined;
     before(async () => {
         peer = await startLlamaServer({binary: await buildLlamaServer(), model: await modelPath(),
             // `-n 1`: llama-server keeps room for its own -n when other files fill the context; ours for the request's n_predict (1 here).
@@ -42,6 +45,46 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
     after(async () => {
         await peer?.stop();
     });
+    return {ours: () => api.openai.baseURL.replace(/\/v1$/, ""), peer: () => peer!};
+}
+
+/** llama.vscode's /infill requests: without and with other files, some unnamed, and more of them than the context leaves. */
+function infillCases(): Array<Record<string, unknown>> {
+    const lines = (n: number, label: string): string => Array.from({length: n}, (_, i) => `    ${label}_${i} = compute(${i})\n`).join("");
+    const base = {input_prefix: "def add(a, b):\n", input_suffix: "\n    return result\n", prompt: "    result = "};
+    return [
+        base,
+        {...base, input_extra: [{filename: "util.py", text: "def helper():\n    pass\n"}, {text: "x = 1\n"}]},
+        // ~1400 and ~700 tokens: the prefix keeps its last 384, the suffix its first 128 less the cursor line and 2.
+        {input_prefix: `def long():\n${lines(120, "a")}`, input_suffix: `\n${lines(60, "b")}`, prompt: "    c = "},
+        // Other files over what the context leaves (1024 − a batch of 512 − 2 × n_predict): their end is kept.
+        {input_prefix: "def add(a, b):\n", input_suffix: "\n", prompt: "    ",
+            input_extra: Array.from({length: 12}, (_, i) => ({filename: `m${i}.py`, text: lines(6, `m${i}`)}))}
+    ];
+}
+
+/** Each case on both servers, one greedy token: the same prompt token count and the same token. */
+async function sameInfillAsLlamaServer(ours: string, peer: string, cases: ReadonlyArray<Record<string, unknown>>): Promise<number[]> {
+    const evaluated: number[] = [];
+    for (const [index, body] of cases.entries()) {
+        // After the first case a plain token is forced: the greedy one may be a byte of a character, which llama-server's parser refuses.
+        const request = {...body, n_predict: 1, temperature: 0, ...index > 0 ? {logit_bias: {300: 100}} : {}};
+        const [mine, theirs] = await Promise.all([answer(ours, "/infill", request), answer(peer, "/infill", request)]);
+        assert.equal(mine.tokens_evaluated, theirs.tokens_evaluated, JSON.stringify(body).slice(0, 120));
+        assert.equal(mine.content, theirs.content, "the same greedy token after the same prompt");
+        assert.equal(mine.stop_type, "limit");
+        evaluated.push(mine.tokens_evaluated);
+    }
+    return evaluated;
+}
+
+const suite = "llama.cpp's /completion and /infill, against llama-server on the same model";
+describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
+    const servers = serversOnFimModel(true);
+    const ours = servers.ours;
+    const peer = {get origin(): string {
+        return servers.peer().origin;
+    }};
 
     /** Both servers' answers; one generated token (llama-server fails a text its content parser does not take, which random weights soon write). */
     async function both(path: string, body: Record<string, unknown>): Promise<[Answer, Answer]> {
@@ -49,28 +92,10 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
     }
 
     test("/infill: the prompt llama-server evaluates — cursor line, other files' code, prefix and suffix cut to a batch — and its greedy token", async () => {
-        const lines = (n: number, label: string): string => Array.from({length: n}, (_, i) => `    ${label}_${i} = compute(${i})\n`).join("");
-        const cases = [
-            {input_prefix: "def add(a, b):\n", input_suffix: "\n    return result\n", prompt: "    result = "},
-            {input_prefix: "def add(a, b):\n", input_suffix: "\n    return result\n", prompt: "    result = ",
-                input_extra: [{filename: "util.py", text: "def helper():\n    pass\n"}, {text: "x = 1\n"}]},
-            // ~1400 and ~700 tokens: the prefix keeps its last 384, the suffix its first 128 less the cursor line and 2.
-            {input_prefix: `def long():\n${lines(120, "a")}`, input_suffix: `\n${lines(60, "b")}`, prompt: "    c = "},
-            // Other files over what the context leaves (1024 − a batch of 512 − 2 × n_predict): their end is kept.
-            {input_prefix: "def add(a, b):\n", input_suffix: "\n", prompt: "    ",
-                input_extra: Array.from({length: 12}, (_, i) => ({filename: `m${i}.py`, text: lines(6, `m${i}`)}))}
-        ];
-        for (const [index, body] of cases.entries()) {
-            // After the first case a plain token is forced: the greedy one may be a byte of a character, which llama-server's parser refuses.
-            const [mine, theirs] = await both("/infill", {...body, n_predict: 1, temperature: 0, ...index > 0 ? {logit_bias: {300: 100}} : {}});
-            assert.equal(mine.tokens_evaluated, theirs.tokens_evaluated, JSON.stringify(body).slice(0, 120));
-            assert.equal(mine.content, theirs.content, "the same greedy token after the same prompt");
-            assert.equal(mine.stop_type, "limit");
-        }
-        const cut = await answer(ours(), "/infill", {...cases[2], n_predict: 1});
-        assert.ok(cut.tokens_evaluated < 600, `cut to a batch: ${cut.tokens_evaluated} tokens`);
-        const filled = await answer(ours(), "/infill", {...cases[3], n_predict: 1});
-        assert.ok(filled.tokens_evaluated > 510 && filled.tokens_evaluated < 560, `other files cut to 510 tokens: ${filled.tokens_evaluated} in all`);
+        const cases = infillCases();
+        const evaluated = await sameInfillAsLlamaServer(ours(), peer.origin, cases);
+        assert.ok(evaluated[2]! < 600, `cut to a batch: ${evaluated[2]} tokens`);
+        assert.ok(evaluated[3]! > 510 && evaluated[3]! < 560, `other files cut to 510 tokens: ${evaluated[3]} in all`);
     });
 
     test("/completion: text and token-id prompts as llama-server counts them; streamed pieces add up to the whole, the last event has the totals", async () => {
@@ -167,5 +192,32 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             assert.equal(status, 400, JSON.stringify(body));
             assert.equal((json.error as {param: string}).param, param);
         }
+    });
+});
+
+const repoSuite = "/infill with repository-level FIM tokens, against llama-server on the same model";
+describe(repoSuite, {skip: llamaServerSkipReason(repoSuite)}, () => {
+    // `<|repo_name|>` (found by its text, as llama.cpp finds it in GGUFs that do not name it) and `<|file_sep|>` (named in the GGUF).
+    const {ours, peer} = serversOnFimModel("repo");
+
+    test("other files in the repo-level pattern: llama-server's prompt tokens and greedy token, with and without other files", async () => {
+        const evaluated = await sameInfillAsLlamaServer(ours(), peer().origin, infillCases());
+        assert.ok(evaluated[3]! > 510 && evaluated[3]! < 560, `other files cut to 510 tokens: ${evaluated[3]} in all`);
+    });
+
+    test("each other file costs its separator, its name line and its text; the snippet-separator model's prompt is another", async () => {
+        assert.notEqual(await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, fillInMiddle: true}),
+            await ensureDemoModel({size: "tiny", seed: 0, cacheDir: testCacheDir, fillInMiddle: "repo"}), "its own cache file");
+        const body = {input_prefix: "x", input_suffix: "y", prompt: "", n_predict: 1, temperature: 0,
+            input_extra: [{filename: "a.py", text: "a = 1\n"}, {filename: "b.py", text: "b = 2\n"}]};
+        const withFiles = await answer(ours(), "/infill", body);
+        const without = await answer(ours(), "/infill", {...body, input_extra: []});
+        // Per file: the separator, the file name and its newline, the text (behind snippet separators: the separator line
+        // and no name). Once, with or without files: the repository token, "myproject\n", the edited file's separator and
+        // "filename\n".
+        const tokens = async (text: string): Promise<number> => ((await answer(ours(), "/tokenize", {content: text, add_special: false}))
+            .tokens as number[]).length;
+        const perFile = 1 + await tokens("a.py\n") + await tokens("a = 1\n") + 1 + await tokens("b.py\n") + await tokens("b = 2\n");
+        assert.equal(withFiles.tokens_evaluated - without.tokens_evaluated, perFile);
     });
 });
