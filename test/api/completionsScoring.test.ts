@@ -236,6 +236,13 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
             .every((entries) => Object.keys(entries!).length >= 4));
         const plain = await complete({prompt, max_tokens: 1});
         assert.equal("prompt_logprobs" in plain.choices[0]!, false, "not asked for, not there");
+        // A batch: each choice has its own prompt's, token-id prompts keyed by the ids sent.
+        const sent = [1, ...await tokenize("The little dog")];
+        const batch = await complete({prompt: ["Once upon a time", sent], max_tokens: 1, n: 2, prompt_logprobs: 1} as Body);
+        const batchScores = batch.choices.map((choice) => (choice as unknown as {prompt_logprobs: PromptLogprobs}).prompt_logprobs);
+        assert.deepEqual(batchScores.map((entries) => entries.length), [5, 5, sent.length, sent.length]);
+        assert.deepEqual(batchScores[0], batchScores[1], "both choices of a prompt score it alike");
+        assert.deepEqual(sent.slice(1).map((id, i) => String(id) in batchScores[2]![i + 1]!), sent.slice(1).map(() => true));
     });
 
     test("chat echo (vLLM's): the content begins with the final assistant message, whole and streamed; not another role's", async () => {
