@@ -34,13 +34,15 @@ export const makeModelCommandLine = {
             description: `store a Jinja chat template (tokenizer.chat_template): ${Object.keys(demoChatTemplates).join(" | ")} (built in), or a file`},
         "context-length": {type: "string", placeholder: "N",
             description: `the context length it declares, a power of two from 256 to 131072 (default: ${defaultDemoContextLength}; same weights)`},
-        "fim": {type: "boolean", description: "add fill-in-the-middle tokens (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>): a completion's suffix works"}
+        "fim": {type: "boolean", description: "add fill-in-the-middle tokens (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>): a completion's suffix works"},
+        "fim-repo": {type: "boolean",
+            description: "--fim plus Qwen2.5-Coder's repository-level tokens (<|repo_name|>, <|file_sep|>): /infill puts other files in the repo-level pattern"}
     },
     details: ["Sizes:", ...Object.values(demoModelSizes).map((info) => `    ${info.description}`)].join("\n")
 } satisfies CommandLine<CliOptions>;
 
 type MakeModelOptions = {out: string, size: DemoModelSize, seed: number, dtype: DemoModelDtype, chatTemplate: string | undefined,
-    contextLength: number, fillInMiddle: boolean};
+    contextLength: number, fillInMiddle: boolean | "repo"};
 
 function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.options>): MakeModelOptions {
     const contextLength = integerValue("context-length", values["context-length"], defaultDemoContextLength, 256, 131072);
@@ -53,7 +55,7 @@ function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.o
         dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
         chatTemplate: values["chat-template"],
         contextLength,
-        fillInMiddle: values.fim === true
+        fillInMiddle: values["fim-repo"] === true ? "repo" : values.fim === true
     };
 }
 
@@ -83,7 +85,7 @@ export async function makeModelCommand(args: string[], io: Pick<CliIo, "stdout" 
     stdout([
         `Wrote ${file}`,
         `  model:      demo ${size}, seed ${seed}, ${dtype}${chatTemplate === undefined ? "" : `, chat template ${commandLine.options.chatTemplate}`}` +
-            (contextLength === defaultDemoContextLength ? "" : `, context ${contextLength}`) + (fillInMiddle ? ", fill-in-the-middle tokens" : ""),
+            (contextLength === defaultDemoContextLength ? "" : `, context ${contextLength}`) + (fillInMiddle === "repo" ? ", fill-in-the-middle and repository-level tokens" : fillInMiddle ? ", fill-in-the-middle tokens" : ""),
         `  parameters: ${demoModelSizes[size].parameterCount.toLocaleString("en-US")}`,
         `  file size:  ${bytes.toLocaleString("en-US")} bytes (${formatBytes(bytes)})`,
         `  took:       ${formatDuration(tookMs)}`,

@@ -12,6 +12,7 @@ import {
     buildDemoVocabulary,
     defaultDemoModelCacheDir,
     demoChatTemplates,
+    demoFimRepoTokens,
     demoFimTokens,
     demoModelGgufSpec,
     demoModelFileName,
@@ -28,6 +29,7 @@ import {validateModelFile} from "../../engine/model/validateModel.js";
 import {preloadChatWrapper, renderPrompt} from "../../engine/promptRenderer.js";
 import {makeModelCommand} from "../../cli/makeModelCommand.js";
 import type {ChatMessage} from "../../protocol/engineMessages.js";
+import type {Token} from "../../engine/llamaTypes.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 import {runCli} from "../helpers/runCli.js";
 
@@ -607,6 +609,25 @@ describe("make-model: quantized types, chat templates, unwritable paths", () => 
             const {prefix, suffix, middle} = model.tokens.infill;
             assert.deepEqual([prefix, suffix, middle].map((token) => token === null ? null : model.detokenize([token], true)), [...demoFimTokens]);
             assert.deepEqual(model.tokenize("<|fim_middle|>", true), [middle]);
+        } finally {
+            await model.dispose();
+        }
+        await fs.rm(file);
+    });
+
+    test("--fim-repo: the FIM tokens plus the repository-level ones, each one token; its own cache file", async () => {
+        const file = path.join(tmpDir, "cli-fim-repo.gguf");
+        const result = await runCli(["make-model", "--out", file, "--size", "tiny", "--fim-repo"]);
+        assert.equal(result.code, 0, result.stderr);
+        assert.match(result.stdout, /fill-in-the-middle and repository-level tokens/);
+        assert.notEqual(demoModelFileName({size: "tiny", fillInMiddle: "repo"}), demoModelFileName({size: "tiny", fillInMiddle: true}));
+        const model = await (await getSharedLlama()).loadModel({modelPath: file});
+        try {
+            assert.notEqual(model.tokens.infill.middle, null);
+            for (const text of [...demoFimTokens, ...demoFimRepoTokens])
+                assert.equal(model.tokenize(text, true).length, 1, text);
+            const separator = model.fileInfo.metadata.tokenizer.ggml.fim_sep_token_id;
+            assert.equal(typeof separator === "number" ? model.detokenize([separator as Token], true) : separator, "<|file_sep|>");
         } finally {
             await model.dispose();
         }
