@@ -4,7 +4,9 @@ import {benchEndpoints, normalizeBaseUrl} from "../extension/host/bench/openaiHt
 import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
-import {gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import {
+    gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
+} from "./engineFlags.js";
 import {choiceValue, fractionValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
@@ -33,6 +35,7 @@ export const benchCommandLine = {
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: engine default)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache tokens (default 4096)"},
         "prefix-cache": prefixCacheFlag,
+        "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
         "gpu": gpuFlag,
         "stats": {type: "string", placeholder: "on|off",
@@ -51,14 +54,14 @@ export const benchCommandLine = {
         "no-cache-prompt": {type: "boolean",
             description: "with --base-url: send llama.cpp's `cache_prompt: false` (llama-server's prefix cache off; other servers ignore it)"}
     },
-    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prefill-chunk, --gpu, --stats, --stats-interval-ms, " +
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prompt-cache, --prefill-chunk, --gpu, --stats, --stats-interval-ms, " +
         "--prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
 /** Flags of the local engine, meaningless with --base-url. */
-const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prefill-chunk", "gpu", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prompt-cache", "prefill-chunk", "gpu", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
 /** Flags of the HTTP target, meaningless without --base-url. */
 const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as const;
 
@@ -87,6 +90,8 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
     if (values.model !== undefined) options.modelPath = values.model;
     if (values.threads !== undefined) options.threads = integerValue("threads", values.threads, 1, 1);
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 1);
+    const promptCacheMiB = promptCacheValue(values["prompt-cache"]);
+    if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values.json !== undefined) options.jsonPath = values.json;

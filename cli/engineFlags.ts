@@ -1,6 +1,6 @@
 /** Engine flags that more than one command takes (`bench`, `serve`, `demo`), declared once: the declaration and its reading. */
 import type {CliOption} from "./commandLine.js";
-import {defaultEngineOptions, gpuSettings, maxPrefillChunkTokens, type GpuSetting} from "../protocol/engineOptions.js";
+import {defaultEngineOptions, defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../protocol/engineOptions.js";
 import {choiceValue, integerValue} from "./optionValues.js";
 
 /** `--prefix-cache on|off`: EngineOptions.prefixCache (protocol/engineOptions.ts). */
@@ -12,6 +12,23 @@ export const prefixCacheFlag = {
 /** EngineOptions.prefixCache from `--prefix-cache`; throws UsageError for anything but on/off. */
 export function prefixCacheValue(raw: string | undefined): boolean {
     return choiceValue("prefix-cache", raw, ["on", "off"], "on") === "on";
+}
+
+/** `--prompt-cache MIB`: EngineOptions.promptCacheMiB (the VS Code setting `inferenceMonitor.promptCacheMiB`). */
+export const promptCacheFlag = {
+    type: "string", placeholder: "MIB",
+    description: "prompt cache, like llama-server's --cache-ram: a sequence's KV state is saved (to a temporary file) before a request " +
+        `replaces its tokens, and restored for a later prompt that starts the same; MIB caps it, 0 = off (default ${defaultPromptCacheMiB}; needs --prefix-cache on)`
+} as const satisfies CliOption;
+
+/** EngineOptions.promptCacheMiB from `--prompt-cache` (undefined: the default); throws UsageError for a bad value. */
+export function promptCacheValue(raw: string | undefined): number | undefined {
+    return raw === undefined ? undefined : integerValue("prompt-cache", raw, defaultPromptCacheMiB, 0, maxPromptCacheMiB);
+}
+
+/** How a start line shows EngineInfo.promptCacheMiB. */
+export function promptCacheText(mib: number): string {
+    return mib > 0 ? `${mib} MiB` : "off";
 }
 
 /** `--prefill-chunk N`: EngineOptions.prefillChunkTokens (the VS Code setting `inferenceMonitor.prefillChunkTokens`). */

@@ -2,7 +2,9 @@
 import {defaultApiPort, defaultMaxWaiting} from "../extension/host/openai/apiServer.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
-import {gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue} from "./engineFlags.js";
+import {
+    gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
+} from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
 import {integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
@@ -21,6 +23,7 @@ export const serveCommandLine = {
         "threads": {type: "string", placeholder: "N", description: "CPU threads (default: the math cores; half of them, at least 1, for a model under 50 M parameters)"},
         "context-size": {type: "string", placeholder: "N", description: "KV cache in tokens, shared by the sequences (default 4096)"},
         "prefix-cache": prefixCacheFlag,
+        "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
         "gpu": gpuFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
@@ -32,7 +35,7 @@ export const serveCommandLine = {
 
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
-    prefixCache: boolean, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number, inProcess: boolean
+    prefixCache: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number, inProcess: boolean
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -52,6 +55,8 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
     if (values.model !== undefined) options.modelPath = values.model;
     if (values.parallel !== undefined) options.parallel = integerValue("parallel", values.parallel, 4, 1, 256);
     if (values.threads !== undefined) options.threads = integerValue("threads", values.threads, 1, 1, 1024);
+    const promptCacheMiB = promptCacheValue(values["prompt-cache"]);
+    if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 16, 1 << 22);

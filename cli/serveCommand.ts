@@ -8,6 +8,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
+import {promptCacheText} from "./engineFlags.js";
 import {formatCount} from "../common/format.js";
 
 /**
@@ -30,7 +31,8 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         ...(options.parallel !== undefined ? {parallel: options.parallel} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
         ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {}),
-        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {})
+        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {}),
+        ...(options.promptCacheMiB !== undefined ? {promptCacheMiB: options.promptCacheMiB} : {})
     });
     pipeline.attach(client);
     let readyAt: number | undefined;
@@ -55,7 +57,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         readyAt = Date.now();
         warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
-            `prefix cache ${info.prefixCache ? "on" : "off"}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
+            `prefix cache ${info.prefixCache ? "on" : "off"}, prompt cache ${promptCacheText(info.promptCacheMiB)}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await server.close();

@@ -27,6 +27,7 @@ import {EmbeddingRunner} from "./embeddingRunner.js";
 import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
+import {PromptCache, type SavedPrompt} from "./promptCache.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -44,7 +45,12 @@ const maxFlushHoldForSamplesMs = 250;
 /** Receives every message the engine sends to the host. */
 export type EngineSink = (message: EngineToHost) => void;
 
-type Slot = {sequence: LlamaContextSequence, request: ActiveRequest | undefined};
+type Slot = {
+    sequence: LlamaContextSequence,
+    request: ActiveRequest | undefined,
+    /** When its last request ended (a counter): the least recently used free sequence is the one a restored state replaces. */
+    lastUsed: number
+};
 
 type ActiveRequest = {
     id: string,
@@ -64,6 +70,8 @@ type ActiveRequest = {
     slot: Slot | undefined,
     /** Leading tokens of the input already in the slot's KV cache when it started (prefix caching). */
     cachedTokens: number,
+    /** A saved state taken from the prompt cache for this request, to restore on its sequence before its input goes in. */
+    restore: SavedPrompt | undefined,
     scheduledOnce: boolean,
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
@@ -128,6 +136,10 @@ export class Engine {
     private disposed = false;
     private pieceContextTokens: Token[] | undefined;
     private vramTimer: NodeJS.Timeout | undefined;
+    private slotUses = 0;
+    /** Prompt-cache saves and restores under way, and the requests whose own are done, waiting for them (`swapPromptState`). */
+    private swapsInFlight = 0;
+    private swapWaiters: Array<() => void> = [];
 
     private constructor(
         private readonly loaded: LoadedModel,
@@ -137,7 +149,9 @@ export class Engine {
         private readonly prefixCache: boolean,
         private readonly prefillBudget: number,
         /** Requests that may wait at once (EngineOptions.maxWaitingRequests). */
-        private readonly maxWaiting: number
+        private readonly maxWaiting: number,
+        /** Saved states of sequences whose tokens were replaced (EngineOptions.promptCacheMiB); undefined: off. */
+        private readonly promptCache: PromptCache | undefined
     ) {
         this.barrier = new StepBarrier(loaded.context.batchSize, () => this.onStepEnd());
         this.grammars = new ResponseGrammars(loaded.llama, loaded.model, loaded.LlamaGrammarEvaluationState);
@@ -145,7 +159,7 @@ export class Engine {
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
         this.slots = Array.from(
             {length: loaded.context.totalSequences},
-            () => ({sequence: loaded.context.getSequence(), request: undefined})
+            (): Slot => ({sequence: loaded.context.getSequence(), request: undefined, lastUsed: 0})
         );
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
         const {threads, model: {vocabularySize}} = loaded.info;
@@ -174,9 +188,11 @@ export class Engine {
             ? new StatsAgent(options.statsChannel, statsIntervalMs)
             : undefined;
         const prefillBudget = options.prefillChunkTokens ?? defaultPrefillChunkTokens(loaded.info.backend);
+        const promptCache = await createPromptCache(loaded.info.promptCacheMiB, sink);
         const engine = new Engine(loaded, sink, stats, options.allowDebugRequests ?? false, loaded.info.prefixCache, prefillBudget,
-            options.maxWaitingRequests ?? defaultEngineOptions.maxWaitingRequests);
+            options.maxWaitingRequests ?? defaultEngineOptions.maxWaitingRequests, promptCache);
         const info: EngineInfo = {...loaded.info, model: {...loaded.info.model, reasoning: reasoningSyntaxFor(loaded.model) !== undefined},
+            promptCacheMiB: promptCache === undefined ? 0 : loaded.info.promptCacheMiB,
             prefillChunkTokens: prefillBudget,
             statsIntervalMs: stats === undefined ? 0 : statsIntervalMs};
         if (stats !== undefined) {
@@ -280,6 +296,7 @@ export class Engine {
         await this.loaded.context.dispose();
         await this.loaded.model.dispose();
         await this.loaded.llama.dispose();
+        this.promptCache?.dispose();
     }
 
     /** A request id already in use (by a generation or an embedding) is rejected: true. */
@@ -314,6 +331,7 @@ export class Engine {
             generated: [],
             slot: undefined,
             cachedTokens: 0,
+            restore: undefined,
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
@@ -460,7 +478,7 @@ export class Engine {
             const free = this.pickSlot(next);
             if (free !== undefined) {
                 this.queue.shift();
-                this.start(next, free.slot, free.shared);
+                this.start(next, free.slot, free.shared, free.restore);
                 continue;
             }
             this.preemptFor(next);
@@ -476,9 +494,10 @@ export class Engine {
 
     /**
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
-     * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer).
+     * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer);
+     * unless the prompt cache holds a state sharing more, which then goes on the least recently used free sequence.
      */
-    private pickSlot(request: ActiveRequest): {slot: Slot, shared: number} | undefined {
+    private pickSlot(request: ActiveRequest): {slot: Slot, shared: number, restore?: SavedPrompt} | undefined {
         let best: Slot | undefined;
         let bestShared = -1;
         const input = inputTokens(request);
@@ -494,7 +513,14 @@ export class Engine {
                 bestShared = shared;
             }
         }
-        return best === undefined ? undefined : {slot: best, shared: bestShared};
+        if (best === undefined)
+            return undefined;
+        const saved = this.promptCache === undefined || scoresPrompt(request) ? undefined : this.promptCache.bestFor(input, bestShared);
+        if (saved === undefined)
+            return {slot: best, shared: bestShared};
+        const leastRecent = this.slots.reduce<Slot | undefined>((lru, slot) =>
+            slot.request === undefined && (lru === undefined || slot.lastUsed < lru.lastUsed) ? slot : lru, undefined)!;
+        return {slot: leastRecent, shared: saved.shared, restore: saved.prompt};
     }
 
     /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */
@@ -514,35 +540,108 @@ export class Engine {
             victim.stop = "preempt";
     }
 
-    /** `shared`: leading input tokens already in the slot's cache (pickSlot's comparison). */
-    private start(request: ActiveRequest, slot: Slot, shared: number): void {
+    /**
+     * `shared`: leading input tokens already in the slot's cache (pickSlot's comparison), or in `restore`, a saved state
+     * to restore there first (taken out of the prompt cache now, so no other request picks it).
+     */
+    private start(request: ActiveRequest, slot: Slot, shared: number, restore?: SavedPrompt): void {
         slot.request = request;
         request.slot = slot;
         // At least the last input token is evaluated again: its logits give the first new token. A prompt to score is
         // evaluated from its start: each token's distribution is read on the way.
         request.cachedTokens = scoresPrompt(request) ? 0 : Math.min(shared, inputTokens(request).length - 1);
+        if (restore !== undefined) {
+            this.promptCache?.take(restore);
+            request.restore = restore;
+        }
         if (this.runningCount === 1)
             this.stats?.counters.restartStepClock(Date.now());
         this.updateQueueCounters();
-        if (!request.scheduledOnce) {
-            request.scheduledOnce = true;
-            this.emit({kind: "scheduled", id: request.id, t: nowMs(), cachedTokens: request.cachedTokens});
-        }
-        void this.run(request, slot);
+        const t = nowMs();
+        // A restore may fail: the cached tokens are known once it is done (`swapPromptState`).
+        if (restore === undefined)
+            this.emitScheduled(request, t, 0);
+        void this.run(request, slot, t);
     }
 
-    private async run(request: ActiveRequest, slot: Slot): Promise<void> {
+    /** The request's first `scheduled` event (a preempted one resuming is not scheduled again). */
+    private emitScheduled(request: ActiveRequest, t: number, restoredTokens: number): void {
+        if (request.scheduledOnce)
+            return;
+        request.scheduledOnce = true;
+        this.emit({kind: "scheduled", id: request.id, t, cachedTokens: request.cachedTokens,
+            ...(this.promptCache !== undefined ? {restoredTokens} : {})});
+    }
+
+    /**
+     * With the prompt cache, the tokens `slot` holds when they are to be saved before the request replaces them: it keeps
+     * under half of them (llama-server's rule) and the cache does not have them all yet. Undefined: nothing to save.
+     */
+    private tokensToSave(request: ActiveRequest, slot: Slot): Token[] | undefined {
+        if (this.promptCache === undefined || slot.sequence.nextTokenIndex === 0)
+            return undefined;
+        const kept = request.restore !== undefined ? 0 : request.cachedTokens;
+        if (kept >= slot.sequence.nextTokenIndex / 2)
+            return undefined;
+        const held = slot.sequence.contextTokens;
+        return this.promptCache.worthSaving(held) ? held : undefined;
+    }
+
+    /**
+     * Saves `held`, what `slot` holds (`tokensToSave`), then restores the request's saved state there; returns once no
+     * other request's save or restore is in flight either. Requests admitted together (a wave of clients whose previous
+     * requests ended in the same step) so submit their prompts in one turn, as without the prompt cache: one prefill
+     * batch. Otherwise the first one's prompt went alone, and its second token waited for each other prompt's own batch.
+     * Failures cost only the reuse (the input is evaluated whole), with a warning.
+     */
+    private async swapPromptState(request: ActiveRequest, slot: Slot, held: Token[] | undefined, scheduledAt: number): Promise<void> {
+        this.swapsInFlight++;
+        try {
+            await this.savedAndRestored(request, slot, held, scheduledAt);
+        } finally {
+            this.swapsInFlight--;
+        }
+        if (this.swapsInFlight > 0)
+            return await new Promise<void>((resolve) => this.swapWaiters.push(resolve));
+        for (const resolve of this.swapWaiters.splice(0))
+            resolve();
+    }
+
+    private async savedAndRestored(request: ActiveRequest, slot: Slot, held: Token[] | undefined, scheduledAt: number): Promise<void> {
+        const cache = this.promptCache!;
+        const restore = request.restore;
+        request.restore = undefined;
+        if (held !== undefined) {
+            try {
+                await cache.save(slot.sequence, held);
+            } catch (err) {
+                this.sink({type: "log", level: "warn", message: `prompt cache: could not save a sequence's state: ${errorMessage(err)}`});
+            }
+        }
+        if (restore === undefined)
+            return;
+        let restored = request.cachedTokens;
+        try {
+            await cache.restore(restore, slot.sequence);
+        } catch (err) {
+            this.sink({type: "log", level: "warn", message: `prompt cache: could not restore a saved state: ${errorMessage(err)}`});
+            request.cachedTokens = restored = 0;
+            await slot.sequence.clearHistory();
+        }
+        this.emitScheduled(request, scheduledAt, restored);
+    }
+
+    private async run(request: ActiveRequest, slot: Slot, scheduledAt: number): Promise<void> {
         if (request.debugBlockMs > 0)
             busyBlock(request.debugBlockMs);
         const input = inputTokens(request);
-        const reused = request.cachedTokens;
         let reason: FinishReason | undefined;
         let error: string | undefined;
         let errorCode: RequestErrorCode | undefined;
         let prefillPending = true;
         let member: StepMember | undefined;
         let decoding = false;
-        let next = reused;
+        let next = request.cachedTokens;
         try {
             const order = this.slots.indexOf(slot);
             // While nobody decodes yet, a prompt goes in whole (up to one batch of it when others' prompts
@@ -550,8 +649,8 @@ export class Engine {
             // waits for its first token too. Requests that arrive together, or a few ms apart (a wave of
             // closed-loop clients, a burst of HTTP requests), so decode in lockstep from their first token
             // on, instead of the first one decoding alone while the others' prompts ride its steps; its
-            // second token waits for their prompts instead. Decided before any await: the erase below
-            // may wait for the batch in flight.
+            // second token waits for their prompts instead. Decided before any await: the prompt cache's
+            // save and restore and the erase below may wait for the batch in flight.
             const scoring = scoresPrompt(request);
             // A prompt to score, or only to evaluate (nothing to generate), goes in pieces up to its last token.
             const inPieces = scoring || request.maxTokens === 0;
@@ -559,6 +658,12 @@ export class Engine {
                 (this.barrier.memberCount === 0 || input.length - next <= this.loaded.context.batchSize);
             if (whole)
                 member = this.barrier.join(order);
+            const held = this.tokensToSave(request, slot);
+            if (held !== undefined || request.restore !== undefined) {
+                await this.swapPromptState(request, slot, held, scheduledAt);
+                next = request.cachedTokens; // 0 if the restore failed
+            }
+            const reused = next;
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
@@ -673,6 +778,7 @@ export class Engine {
             }
         }
         slot.request = undefined;
+        slot.lastUsed = ++this.slotUses;
         request.slot = undefined;
 
         if (reason !== undefined)
@@ -925,5 +1031,17 @@ function busyBlock(ms: number): void {
     const until = Date.now() + ms;
     while (Date.now() < until) {
         // spin
+    }
+}
+
+/** The prompt cache for `limitMiB` (0: none); one that cannot be created is reported and left out. */
+async function createPromptCache(limitMiB: number, sink: EngineSink): Promise<PromptCache | undefined> {
+    if (limitMiB <= 0)
+        return undefined;
+    try {
+        return await PromptCache.create(limitMiB);
+    } catch (err) {
+        sink({type: "log", level: "warn", message: `prompt cache off: ${errorMessage(err)}`});
+        return undefined;
     }
 }

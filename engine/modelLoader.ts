@@ -66,6 +66,9 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     onProgress(1);
 
     const vram = await llama.getVramState();
+    // Reusing a prefix erases the tail of a sequence's KV cache, which recurrent and sliding-window models cannot do.
+    const prefixCache = (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
+        !((model.fileInsights.swaSize ?? 0) > 0);
     return {
         llama,
         model,
@@ -95,9 +98,9 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             contextSize: context.contextSize,
             parallel,
             threads,
-            // Reusing a prefix erases the tail of a sequence's KV cache, which recurrent and sliding-window models cannot do.
-            prefixCache: (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
-                !((model.fileInsights.swaSize ?? 0) > 0),
+            prefixCache,
+            // Saved states are whole sequences' KV caches, restored and then cut after the shared prefix: prefix caching's precondition.
+            promptCacheMiB: prefixCache ? options.promptCacheMiB ?? defaultEngineOptions.promptCacheMiB : 0,
             loadMs: nowMs() - started
         }
     };

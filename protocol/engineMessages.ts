@@ -292,6 +292,8 @@ export type EngineInfo = {
     threads: number,
     /** Whether a request reuses the KV cache of the longest matching prefix left on a free sequence. */
     prefixCache: boolean,
+    /** The prompt cache's limit in MiB (EngineOptions.promptCacheMiB); 0: off. */
+    promptCacheMiB: number,
     /** Chunked prefill's budget in effect: prompt tokens per step while other requests decode (EngineOptions.prefillChunkTokens). */
     prefillChunkTokens: number,
     statsIntervalMs: number,
@@ -304,8 +306,10 @@ export type RequestEvent =
     /**
      * First put on a sequence. `cachedTokens`: leading prompt tokens already in that sequence's KV cache
      * from an earlier request (prefix caching), so only the rest was evaluated; 0 when caching is off.
+     * `restoredTokens`: of those, the ones restored from the prompt cache (EngineOptions.promptCacheMiB) rather
+     * than found on the sequence; present only when the prompt cache is on (0: it had nothing better).
      */
-    | {kind: "scheduled", id: string, t: number, cachedTokens: number}
+    | {kind: "scheduled", id: string, t: number, cachedTokens: number, restoredTokens?: number}
     /**
      * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
      * stable text; `reasoning` the part of it that is the model's reasoning (`separateReasoning`), not in `text`;
@@ -625,7 +629,13 @@ function parseRequestEvent(value: unknown): RequestEvent {
         case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
         case "promptLogprobs": return {kind, id, t: expectNumber(obj, "t", what), first: expectString(obj, "first", what, 1000),
             logprobs: expectArray(obj, "logprobs", what).map(parseTokenLogprob)};
-        case "scheduled": return {kind, id, t: expectNumber(obj, "t", what), cachedTokens: expectInteger(obj, "cachedTokens", what)};
+        case "scheduled": {
+            const cachedTokens = expectInteger(obj, "cachedTokens", what);
+            const restoredTokens = optionalInteger(obj, "restoredTokens", what);
+            if (restoredTokens !== undefined && (restoredTokens < 0 || restoredTokens > cachedTokens))
+                throw new ProtocolError(`${what}.restoredTokens: ${restoredTokens} is not between 0 and cachedTokens (${cachedTokens})`);
+            return {kind, id, t: expectNumber(obj, "t", what), cachedTokens, ...(restoredTokens !== undefined ? {restoredTokens} : {})};
+        }
         case "finished": {
             const event: RequestEvent = {
                 kind, id, t: expectNumber(obj, "t", what), reason: expectOneOf(obj, "reason", finishReasons, what),
@@ -705,6 +715,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         parallel: expectInteger(obj, "parallel", "info"),
         threads: expectInteger(obj, "threads", "info"),
         prefixCache: expectBoolean(obj, "prefixCache", "info"),
+        promptCacheMiB: expectInteger(obj, "promptCacheMiB", "info"),
         prefillChunkTokens: expectInteger(obj, "prefillChunkTokens", "info"),
         statsIntervalMs: expectNumber(obj, "statsIntervalMs", "info"),
         loadMs: expectNumber(obj, "loadMs", "info")

@@ -50,6 +50,15 @@ export type EngineOptions = {
      */
     prefixCache?: boolean,
     /**
+     * The prompt cache's limit in MiB, as llama-server's `--cache-ram` (0: off; needs `prefixCache`). When a free
+     * sequence is given to a request that keeps under half of the tokens it holds, their KV state is first saved to a
+     * file in a private directory under the system's temporary directory; a later request whose prompt shares a longer
+     * prefix with a saved state than with any free sequence restores it instead of evaluating those tokens again. Saved
+     * states beyond the limit go oldest first; the directory is removed when the engine stops. Default
+     * {@link defaultPromptCacheMiB}.
+     */
+    promptCacheMiB?: number,
+    /**
      * Chunked prefill: while requests are decoding, the most prompt tokens evaluated per engine step
      * (shared by the requests prefilling at once); a longer prompt is spread over several steps, each
      * batched with the running requests' decodes, so they keep generating while it prefills (vLLM's
@@ -84,10 +93,16 @@ export const defaultEngineOptions = {
     contextSize: 4096,
     parallel: 4,
     prefixCache: true,
+    promptCacheMiB: 2048,
     maxWaitingRequests: 1024,
     statsIntervalMs: 1000,
     allowDebugRequests: false
 } as const satisfies Partial<EngineOptions>;
+
+/** The default {@link EngineOptions.promptCacheMiB}. */
+export const defaultPromptCacheMiB = defaultEngineOptions.promptCacheMiB;
+/** The largest {@link EngineOptions.promptCacheMiB} (1 TiB). */
+export const maxPromptCacheMiB = 1 << 20;
 
 /** The largest {@link EngineOptions.prefillChunkTokens} the engine accepts (the CLI flag and the VS Code setting share it). */
 export const maxPrefillChunkTokens = 1 << 20;

@@ -50,6 +50,8 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (maxWaitingRequests !== undefined) options.maxWaitingRequests = maxWaitingRequests;
     const prefixCache = optionalBoolean(obj, "prefixCache", what);
     if (prefixCache !== undefined) options.prefixCache = prefixCache;
+    const promptCacheMiB = optionalInteger(obj, "promptCacheMiB", what);
+    if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
     const statsIntervalMs = optionalNumber(obj, "statsIntervalMs", what);
     if (statsIntervalMs !== undefined) options.statsIntervalMs = statsIntervalMs;
     const allowDebugRequests = optionalBoolean(obj, "allowDebugRequests", what);

@@ -66,6 +66,13 @@ export type StatsCounters = {
      */
     prefixCacheQueries: number,
     prefixCacheHits: number,
+    /**
+     * Prompt-cache lookups (vLLM's `vllm:external_prefix_cache_queries` / `_hits`, a KV connector's), in tokens: when an
+     * engine with a prompt cache first schedules a request, its prompt tokens are queried and those restored from a saved
+     * state hit. Those are not in `prefixCacheHits`, which counts what a sequence still held.
+     */
+    externalPrefixCacheQueries: number,
+    externalPrefixCacheHits: number,
     /** Messages refused by the host, the engine or the stats channel. */
     rejectedMessages: number,
     /** Lifecycle events for requests this manager does not track (unknown id, already finished, duplicate arrival). */
@@ -92,7 +99,9 @@ export type StatsGauges = {
      * Prefix-cache hits / queries (tokens), 0..1, over the lookups of the most recent requests
      * (`prefixCacheWindowRequests`, default 1000; vLLM's CachingMetrics). 0 when nothing was queried.
      */
-    prefixCacheHitRate: number
+    prefixCacheHitRate: number,
+    /** The prompt cache's hits / queries (tokens), 0..1, over the same window; 0 when nothing was queried. */
+    externalPrefixCacheHitRate: number
 };
 
 /**

@@ -27,10 +27,11 @@ export const payloadLimits = {
 
 const gaugeKeys: readonly (keyof StatsGauges)[] = [
     "running", "waiting", "kvUsedTokens", "kvCapacityTokens", "kvCacheUsage", "vramUsedBytes", "vramTotalBytes", "msSinceLastStep",
-    "promptTokensPerS", "generationTokensPerS", "requestsPerS", "prefixCacheHitRate"
+    "promptTokensPerS", "generationTokensPerS", "requestsPerS", "prefixCacheHitRate", "externalPrefixCacheHitRate"
 ];
 const counterNumberKeys = [
-    "promptTokens", "generationTokens", "preemptions", "prefixCacheQueries", "prefixCacheHits", "rejectedMessages", "ignoredEvents"
+    "promptTokens", "generationTokens", "preemptions", "prefixCacheQueries", "prefixCacheHits", "externalPrefixCacheQueries", "externalPrefixCacheHits",
+    "rejectedMessages", "ignoredEvents"
 ] as const;
 const ledgerKeys = ["arrived", "inFlight", "completed", "failed", "aborted"] as const;
 const summaryKeys = ["mean", "p50", "p90", "p99", "max"] as const;

@@ -1,5 +1,5 @@
 /**
- * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off, chunked prefill's budget,
+ * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off (and the prompt cache's size), chunked prefill's budget,
  * engine state ("stalled for 3.2 s" while stalled) and uptime; while an engine loads, "loading…" with the model
  * before it, and no uptime. Each value element carries `data-field="<name>"`. Watching servers (`target`), it names
  * their models and kinds instead, lists each server with its state ("unreachable since 12:03:04"), and shows what the
@@ -69,7 +69,8 @@ export class Header {
         this.set("vram", vramTotal > 0 ? `${formatBytes(gauges.vramUsedBytes)} / ${formatBytes(vramTotal)}` : "–");
         this.set("context", engine === null ? "–" : `${formatNumber(engine.contextSize)} tokens`);
         this.set("sequences", engine === null ? "–" : formatNumber(engine.parallel));
-        this.set("prefixCache", engine === null ? "–" : engine.prefixCache ? "on" : "off");
+        this.set("prefixCache", engine === null ? "–" : !engine.prefixCache ? "off"
+            : engine.promptCacheMiB > 0 ? `on, prompt cache ${formatNumber(engine.promptCacheMiB)} MiB` : "on");
         this.set("prefillChunk", engine === null ? "–" : `${formatNumber(engine.prefillChunkTokens)} tokens/step`);
         const startedAt = store.engineStartedAt;
         this.set("uptime", startedAt === undefined || loading ? "–" : formatDuration(hostNow - startedAt));

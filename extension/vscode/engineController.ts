@@ -152,6 +152,7 @@ export class EngineController implements vscode.Disposable {
                 `(${info.model.architecture}, ${formatParams(info.model.parameterCount)} params, ${info.model.quantization}) ` +
                 `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
                 `context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
+                `prompt cache ${info.promptCacheMiB > 0 ? `${info.promptCacheMiB} MiB` : "off"}, ` +
                 `prefill chunk ${info.prefillChunkTokens} tokens, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();
@@ -254,7 +255,8 @@ export class EngineController implements vscode.Disposable {
         } catch (error) {
             this.reportPipelineError(error);
         }
-        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "engineMode", "statsIntervalMs"]
+        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "promptCacheMiB", "engineMode",
+            "statsIntervalMs"]
             .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
         if (needsRestart && this.client !== undefined) {
             const loading = this.client.state === "loading";
@@ -283,7 +285,8 @@ export class EngineController implements vscode.Disposable {
 function describeSettings(settings: MonitorSettings): string {
     return `${settings.engineMode} mode, gpu ${settings.gpu}, context ${settings.contextSize}, ${settings.parallelSequences} sequences, ` +
         `threads ${settings.threads === 0 ? "default" : settings.threads}, ` +
-        `prefill chunk ${settings.prefillChunkTokens === 0 ? "default" : settings.prefillChunkTokens}, stats every ${settings.statsIntervalMs} ms`;
+        `prefill chunk ${settings.prefillChunkTokens === 0 ? "default" : settings.prefillChunkTokens}, ` +
+        `prompt cache ${settings.promptCacheMiB === 0 ? "off" : `${settings.promptCacheMiB} MiB`}, stats every ${settings.statsIntervalMs} ms`;
 }
 
 function firstLine(text: string): string {

@@ -1,5 +1,5 @@
 import * as vscode from "vscode";
-import {gpuSettings, maxPrefillChunkTokens, type GpuSetting} from "../../protocol/engineOptions.js";
+import {defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../../protocol/engineOptions.js";
 import {targetKinds, type TargetKind} from "../../protocol/targetView.js";
 import {isObject, isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
@@ -19,6 +19,8 @@ export type MonitorSettings = {
     threads: number,
     /** Chunked prefill's prompt tokens per step (EngineOptions.prefillChunkTokens); 0 = the backend's default. */
     prefillChunkTokens: number,
+    /** The prompt cache's limit in MiB (EngineOptions.promptCacheMiB); 0 = off. */
+    promptCacheMiB: number,
     engineMode: EngineMode,
     statsIntervalMs: number,
     logIntervalS: number,
@@ -48,6 +50,7 @@ export function readSettings(): MonitorSettings {
         parallelSequences: Math.min(64, Math.max(1, Math.floor(config.get<number>("parallelSequences", 4)))),
         threads: Math.max(0, Math.floor(config.get<number>("threads", 0))),
         prefillChunkTokens: Math.min(maxPrefillChunkTokens, Math.max(0, Math.floor(config.get<number>("prefillChunkTokens", 0)))),
+        promptCacheMiB: Math.min(maxPromptCacheMiB, Math.max(0, Math.floor(config.get<number>("promptCacheMiB", defaultPromptCacheMiB)))),
         engineMode: mode === "inProcess" ? "inProcess" : "process",
         statsIntervalMs: Math.max(0, Math.floor(config.get<number>("statsIntervalMs", 1000))),
         logIntervalS: Math.max(0, config.get<number>("logIntervalS", 10)),
@@ -98,6 +101,7 @@ export function engineClientOptions(settings: MonitorSettings, modelPath: string
         cacheDir,
         ...(settings.threads > 0 ? {threads: settings.threads} : {}),
         ...(settings.prefillChunkTokens > 0 ? {prefillChunkTokens: settings.prefillChunkTokens} : {}),
+        promptCacheMiB: settings.promptCacheMiB,
         ...(modelPath !== undefined ? {modelPath} : {})
     };
 }

@@ -430,9 +430,36 @@ describe("OpenAI-compatible endpoint: prefix cache hits in usage (one sequence)"
         assert.match(metrics.body, new RegExp(`^vllm:prefix_cache_queries_total\\{[^}]*\\} ${queries}$`, "m"));
         assert.match(metrics.body, new RegExp(`^vllm:prefix_cache_hits_total\\{[^}]*\\} ${hits}$`, "m"));
     });
+
+    test("a prompt whose sequence another took is restored from the prompt cache: cached_tokens, vLLM's external counters", async () => {
+        assert.equal(client.info?.promptCacheMiB, 2048, "on by default");
+        const before = {local: sum(steps, "prefixCacheHits"), external: sum(steps, "externalPrefixCacheHits")};
+        const prompt = `${shared} The last thing he fixed that day was`;
+        // An unrelated prompt takes the one sequence: what it held is saved first.
+        const other = await openai.completions.create({...greedy,
+            prompt: "A small bird flew over the house and the tree and said hello to the sun and the moon and the stars in the night sky"});
+        assert.ok(other.usage!.prompt_tokens_details!.cached_tokens! <= 2);
+        const back = await openai.completions.create({...greedy, prompt});
+        const cached = back.usage?.prompt_tokens_details?.cached_tokens;
+        assert.equal(cached, back.usage!.prompt_tokens - 1, "all but the last token, restored");
+        assert.equal(ledgerEntry(pipeline, back.id).cachedTokens, cached);
+
+        // Restored tokens count as vLLM counts a KV connector's: external hits, not local ones.
+        assert.equal(sum(steps, "externalPrefixCacheHits") - before.external, cached);
+        assert.equal(sum(steps, "prefixCacheHits") - before.local, other.usage!.prompt_tokens_details!.cached_tokens);
+        const queries = sum(steps, "externalPrefixCacheQueries");
+        assert.equal(queries, sum(steps, "prefixCacheQueries"), "every request of this engine looked the prompt cache up");
+        const counters = pipeline.manager.counters();
+        assert.deepEqual([counters.externalPrefixCacheQueries, counters.externalPrefixCacheHits], [queries, sum(steps, "externalPrefixCacheHits")]);
+        assert.equal(pipeline.manager.gauges().externalPrefixCacheHitRate, counters.externalPrefixCacheHits / queries);
+        const metrics = await raw(server.port, "GET", "/metrics");
+        assert.match(metrics.body, new RegExp(`^vllm:external_prefix_cache_queries_total\\{[^}]*\\} ${queries}$`, "m"));
+        assert.match(metrics.body, new RegExp(`^vllm:external_prefix_cache_hits_total\\{[^}]*\\} ${counters.externalPrefixCacheHits}$`, "m"));
+    });
 });
 
-function sum(steps: readonly EngineStep[], key: "prefixCacheRequests" | "prefixCacheQueries" | "prefixCacheHits"): number {
+function sum(steps: readonly EngineStep[], key: "prefixCacheRequests" | "prefixCacheQueries" | "prefixCacheHits" | "externalPrefixCacheQueries" |
+    "externalPrefixCacheHits"): number {
     return steps.reduce((total, step) => total + step.iteration[key], 0);
 }
 

@@ -9,11 +9,12 @@ import type {EngineOptions} from "../../protocol/engineOptions.js";
 import {tinyModelPath} from "./testModels.js";
 
 export type Finished = Extract<RequestEvent, {kind: "finished"}>;
-export type Outcome = {text: string, cachedTokens: number, finished: Finished, stepTokens: number};
+/** `restoredTokens`: the `scheduled` event's (undefined: the engine has no prompt cache). */
+export type Outcome = {text: string, cachedTokens: number, restoredTokens: number | undefined, finished: Finished, stepTokens: number};
 
 export class EngineUnderTest {
     private readonly texts = new Map<string, string>();
-    private readonly cached = new Map<string, number>();
+    private readonly scheduled = new Map<string, Extract<RequestEvent, {kind: "scheduled"}>>();
     private readonly waiters = new Map<string, (event: Finished) => void>();
     private stepTokens = 0;
     /** Every request event, in the order the engine sent them. */
@@ -22,6 +23,8 @@ export class EngineUnderTest {
     readonly steps: RequestEvent[][] = [];
     /** When the engine sent each outputs message (its `step.t`, engine clock), in the order of `steps`. */
     readonly stepTimes: number[] = [];
+    /** The engine's log messages (warnings), in order. */
+    readonly logs: string[] = [];
     private nextId = 0;
 
     private constructor(readonly engine: Engine) {}
@@ -41,6 +44,8 @@ export class EngineUnderTest {
     }
 
     private receive(message: EngineToHost): void {
+        if (message.type === "log")
+            this.logs.push(message.message);
         if (message.type !== "outputs")
             return;
         this.stepTokens += message.step.stepTokens;
@@ -51,7 +56,7 @@ export class EngineUnderTest {
             if (event.kind === "tokens")
                 this.texts.set(event.id, (this.texts.get(event.id) ?? "") + event.text);
             else if (event.kind === "scheduled")
-                this.cached.set(event.id, event.cachedTokens);
+                this.scheduled.set(event.id, event);
             else if (event.kind === "finished")
                 this.waiters.get(event.id)?.(event);
         }
@@ -69,7 +74,8 @@ export class EngineUnderTest {
         this.engine.handle({type: "generate", request: {id, ...request}});
         // The step that carried `finished` has been counted by the time its events are read.
         const done = finished.then((event) => ({
-            text: this.texts.get(id) ?? "", cachedTokens: this.cached.get(id) ?? -1, finished: event, stepTokens: this.stepTokens - stepsBefore
+            text: this.texts.get(id) ?? "", cachedTokens: this.scheduled.get(id)?.cachedTokens ?? -1,
+            restoredTokens: this.scheduled.get(id)?.restoredTokens, finished: event, stepTokens: this.stepTokens - stepsBefore
         }));
         return {id, done};
     }

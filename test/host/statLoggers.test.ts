@@ -132,6 +132,22 @@ describe("LoggingStatLogger", () => {
         assert.equal(lines.length, 3);
     });
 
+    test("with a prompt cache, the line ends with vLLM's external prefix cache hit rate; without one it has none", () => {
+        const lines: string[] = [];
+        const logger = new LoggingStatLogger({write: (line) => lines.push(line), logIntervalS: 1, now: () => T0});
+        const busy = gauges({state: "busy", running: 1});
+        logger.record(undefined, {...emptyIteration(T0), prefixCacheRequests: 2, prefixCacheQueries: 400, prefixCacheHits: 100,
+            externalPrefixCacheRequests: 2, externalPrefixCacheQueries: 400, externalPrefixCacheHits: 250});
+        logger.log(T0 + 1000, busy);
+        assert.doesNotMatch(lines.at(-1)!, /External/, "no engine info yet: no prompt cache known");
+        logger.recordEngine(engineInfo({promptCacheMiB: 64}), 2048);
+        logger.log(T0 + 2000, busy);
+        assert.match(lines.at(-1)!, /, Prefix cache hit rate: 25\.0%, External prefix cache hit rate: 62\.5%$/);
+        logger.recordEngine(engineInfo({promptCacheMiB: 0}), 2048);
+        logger.log(T0 + 3000, busy);
+        assert.match(lines.at(-1)!, /Prefix cache hit rate: 25\.0%$/);
+    });
+
     test("driven by StatsManager's tick on a fake clock", () => {
         const clock = {now: T0};
         const lines: string[] = [];

@@ -124,8 +124,8 @@ describe("per-request metrics (vLLM V1 definitions)", () => {
         assert.deepEqual(h.generationTokens, {bounds: lengthBounds2048, counts: countsWith(lengthBounds2048, [2]), sum: 4, count: 1});
 
         assert.deepEqual(snapshot.counters, {
-            promptTokens: 10, generationTokens: 4, preemptions: 0, prefixCacheQueries: 10, prefixCacheHits: 6, rejectedMessages: 0,
-            ignoredEvents: 0, requests: {arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, byReason: {stop: 0, length: 1, abort: 0, error: 0}}
+            promptTokens: 10, generationTokens: 4, preemptions: 0, prefixCacheQueries: 10, prefixCacheHits: 6, externalPrefixCacheQueries: 0,
+            externalPrefixCacheHits: 0, rejectedMessages: 0, ignoredEvents: 0, requests: {arrived: 1, inFlight: 0, completed: 1, failed: 0, aborted: 0, byReason: {stop: 0, length: 1, abort: 0, error: 0}}
         });
         assert.equal(snapshot.gauges.prefixCacheHitRate, 0.6);
         assert.deepEqual(manager.benchTotals(), {
@@ -274,12 +274,36 @@ describe("gauges, throughput and time series", () => {
 
 describe("prefix cache (vLLM's PrefixCacheStats and CachingMetrics)", () => {
     /** A request up to its first schedule: `promptTokens` looked up, `cachedTokens` found. */
-    function schedule(feed: StepFeeder, id: string, t: number, promptTokens: number, cachedTokens: number): void {
+    function schedule(feed: StepFeeder, id: string, t: number, promptTokens: number, cachedTokens: number, restoredTokens?: number): void {
         feed.send(arrival(id, t));
         feed.send({kind: "inputProcessed", id, t, promptTokens, receivedAt: t});
         feed.send({kind: "queued", id, t, receivedAt: t});
-        feed.send({kind: "scheduled", id, t: t + 1, cachedTokens, receivedAt: t + 1});
+        feed.send({kind: "scheduled", id, t: t + 1, cachedTokens, ...(restoredTokens !== undefined ? {restoredTokens} : {}), receivedAt: t + 1});
     }
+
+    test("with a prompt cache: restored tokens are external hits (vLLM's KV connector counters), the rest local ones", () => {
+        const {manager, feed} = setup({prefixCacheWindowRequests: 2});
+        manager.onEngineReady(engineInfo({promptCacheMiB: 64}));
+        const view = (): number[] => {
+            const {counters, gauges} = manager.snapshot();
+            return [counters.prefixCacheQueries, counters.prefixCacheHits, counters.externalPrefixCacheQueries, counters.externalPrefixCacheHits,
+                gauges.externalPrefixCacheHitRate];
+        };
+        schedule(feed, "a", T0, 100, 0, 0);
+        const lookup = feed.steps.at(-1)!.iteration;
+        assert.deepEqual([lookup.externalPrefixCacheRequests, lookup.externalPrefixCacheQueries, lookup.externalPrefixCacheHits], [1, 100, 0]);
+        schedule(feed, "b", T0 + 10, 100, 99, 99);
+        assert.deepEqual(view(), [200, 0, 200, 99, 99 / 200], "restored: not a local hit");
+        schedule(feed, "c", T0 + 20, 50, 40, 0);
+        assert.deepEqual(view(), [250, 40, 250, 99, 99 / 150], "the window holds b and c");
+        // the usage and the ledger keep every cached token, restored or not
+        assert.equal(manager.snapshot().requests.find((r) => r.id === "b")!.cachedTokens, 99);
+        // an engine without a prompt cache sends no restoredTokens: no external lookup
+        schedule(feed, "d", T0 + 30, 10, 5);
+        assert.deepEqual(view(), [260, 45, 250, 99, 99 / 150]);
+        manager.reset();
+        assert.deepEqual(view(), [0, 0, 0, 0, 0]);
+    });
 
     test("queries and hits in tokens at the first schedule; the hit rate over the last N requests; reset clears both", () => {
         const {manager, feed} = setup({prefixCacheWindowRequests: 2});

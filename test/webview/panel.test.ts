@@ -14,7 +14,7 @@ import type {Page} from "playwright-core";
 import {DashboardServer, type DashboardStatsSource} from "../../extension/host/dashboard/dashboardServer.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
 import {StatsManager} from "../../extension/host/stats/statsManager.js";
-import {defaultPrefillChunkTokens} from "../../protocol/engineOptions.js";
+import {defaultPrefillChunkTokens, defaultPromptCacheMiB} from "../../protocol/engineOptions.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import type {ClientStatsView, StatsDelta, StatsSnapshotView} from "../../protocol/statsView.js";
 import {encodeMessage, ReadyMessage} from "../../protocol/panelMessages.js";
@@ -83,6 +83,7 @@ function expectedTiles(snapshot: StatsSnapshotView, records: readonly RequestLif
         median_tpot_ms: toMs(percentiles.tpot.p50), median_e2el_ms: toMs(percentiles.e2e.p50),
         num_requests_running: 0, num_requests_waiting: 0, kv_cache_usage_perc: gauges.kvCacheUsage * 100,
         prefix_cache_hit_rate: counters.prefixCacheHits / counters.prefixCacheQueries * 100,
+        external_prefix_cache_hit_rate: counters.externalPrefixCacheHits / counters.externalPrefixCacheQueries * 100,
         completed: counters.requests.completed, failed: counters.requests.failed, num_preemptions: counters.preemptions
     };
 }
@@ -208,7 +209,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.equal(header.backend, backendHeaderNames[expectedBackend()]);
         assert.equal(header.context, "1024 tokens");
         assert.equal(header.sequences, "4");
-        assert.equal(header.prefixCache, "on");
+        assert.equal(header.prefixCache, `on, prompt cache ${defaultPromptCacheMiB} MiB`);
         assert.equal(header.prefillChunk, `${defaultPrefillChunkTokens(expectedBackend())} tokens/step`);
         assert.match(header.uptime!, /^1m \d\ds$/);
         assert.match(header.state!, /^(idle|busy)$/);

@@ -63,7 +63,8 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
         ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {}),
-        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {})
+        ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {}),
+        ...(options.promptCacheMiB !== undefined ? {promptCacheMiB: options.promptCacheMiB} : {})
     });
     const info = await client.start();
     let session: StatsSession | undefined;

@@ -33,17 +33,26 @@ export type IterationStats = {
     /**
      * Prefix-cache lookups in this step, in vLLM's terms (its `PrefixCacheStats`): one per request first
      * scheduled; `prefixCacheQueries` are their prompt tokens (looked up), `prefixCacheHits` the
-     * leading ones found in the KV cache (the lifecycle's `cachedTokens`). With caching off the
-     * engine reports no hits, so every lookup misses.
+     * leading ones found on a sequence's KV cache (the lifecycle's `cachedTokens`, less those restored from the
+     * prompt cache). With caching off the engine reports no hits, so every lookup misses.
      */
     prefixCacheRequests: number,
     prefixCacheQueries: number,
-    prefixCacheHits: number
+    prefixCacheHits: number,
+    /**
+     * Prompt-cache lookups (EngineOptions.promptCacheMiB), in vLLM's terms for a KV connector's cache (its
+     * `vllm:external_prefix_cache_*`): one per request first scheduled by an engine with a prompt cache; queries are its
+     * prompt tokens, hits the leading ones restored from a saved state.
+     */
+    externalPrefixCacheRequests: number,
+    externalPrefixCacheQueries: number,
+    externalPrefixCacheHits: number
 };
 
 export type EngineStep = {scheduler?: SchedulerStats, iteration: IterationStats};
 
 export function emptyIteration(t: number): IterationStats {
     return {t, arrived: [], updated: [], finished: [], promptTokens: 0, generationTokens: 0, ttftS: [], itlS: [], itlClients: [],
-        preemptions: 0, prefixCacheRequests: 0, prefixCacheQueries: 0, prefixCacheHits: 0};
+        preemptions: 0, prefixCacheRequests: 0, prefixCacheQueries: 0, prefixCacheHits: 0,
+        externalPrefixCacheRequests: 0, externalPrefixCacheQueries: 0, externalPrefixCacheHits: 0};
 }

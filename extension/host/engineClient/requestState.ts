@@ -91,7 +91,12 @@ export class RequestState {
                     lifecycle.cachedTokens = event.cachedTokens;
                     iteration.prefixCacheRequests++;
                     iteration.prefixCacheQueries += lifecycle.promptTokens;
-                    iteration.prefixCacheHits += event.cachedTokens;
+                    iteration.prefixCacheHits += event.cachedTokens - (event.restoredTokens ?? 0);
+                    if (event.restoredTokens !== undefined) {
+                        iteration.externalPrefixCacheRequests++;
+                        iteration.externalPrefixCacheQueries += lifecycle.promptTokens;
+                        iteration.externalPrefixCacheHits += event.restoredTokens;
+                    }
                 }
                 lifecycle.phase = "running";
                 return;

@@ -62,6 +62,8 @@ type Totals = {
     preemptions: number,
     prefixCacheQueries: number,
     prefixCacheHits: number,
+    externalPrefixCacheQueries: number,
+    externalPrefixCacheHits: number,
     rejectedMessages: number,
     ignoredEvents: number
 };
@@ -69,7 +71,7 @@ type Totals = {
 const emptyTotals = (): Totals => ({
     arrived: 0, byReason: {stop: 0, length: 0, abort: 0, error: 0}, promptTokens: 0, generationTokens: 0,
     finishedPromptTokens: 0, finishedGenerationTokens: 0, preemptions: 0, prefixCacheQueries: 0, prefixCacheHits: 0,
-    rejectedMessages: 0, ignoredEvents: 0
+    externalPrefixCacheQueries: 0, externalPrefixCacheHits: 0, rejectedMessages: 0, ignoredEvents: 0
 });
 
 export class StatsManager implements EngineObserver {
@@ -90,6 +92,7 @@ export class StatsManager implements EngineObserver {
     private readonly generationTokensWindow: SlidingWindowSum;
     private readonly finishedWindow: SlidingWindowSum;
     private readonly prefixCacheWindow: CachingMetrics;
+    private readonly externalPrefixCacheWindow: CachingMetrics;
     private readonly series: RingBuffer<TimeSeriesPoint>;
     private readonly activity = new ActivityPeriods();
     private maxModelLen: number | undefined;
@@ -113,6 +116,7 @@ export class StatsManager implements EngineObserver {
         this.generationTokensWindow = new SlidingWindowSum(this.options.throughputWindowMs);
         this.finishedWindow = new SlidingWindowSum(this.options.throughputWindowMs);
         this.prefixCacheWindow = new CachingMetrics(this.options.prefixCacheWindowRequests);
+        this.externalPrefixCacheWindow = new CachingMetrics(this.options.prefixCacheWindowRequests);
         this.series = new RingBuffer(this.options.maxTimeSeriesPoints);
         this.publisher = new DeltaPublisher({
             scalars: (now) => this.scalars(now, this.options.sampleIntervalMs),
@@ -192,6 +196,12 @@ export class StatsManager implements EngineObserver {
             this.totals.prefixCacheQueries += iteration.prefixCacheQueries;
             this.totals.prefixCacheHits += iteration.prefixCacheHits;
             this.prefixCacheWindow.observe(iteration.prefixCacheRequests, iteration.prefixCacheQueries, iteration.prefixCacheHits);
+        }
+        if (iteration.externalPrefixCacheRequests > 0) {
+            this.totals.externalPrefixCacheQueries += iteration.externalPrefixCacheQueries;
+            this.totals.externalPrefixCacheHits += iteration.externalPrefixCacheHits;
+            this.externalPrefixCacheWindow.observe(iteration.externalPrefixCacheRequests, iteration.externalPrefixCacheQueries,
+                iteration.externalPrefixCacheHits);
         }
         for (const lifecycle of iteration.updated) {
             const entry = this.inFlight.get(lifecycle);
@@ -318,6 +328,8 @@ export class StatsManager implements EngineObserver {
             preemptions: totals.preemptions,
             prefixCacheQueries: totals.prefixCacheQueries,
             prefixCacheHits: totals.prefixCacheHits,
+            externalPrefixCacheQueries: totals.externalPrefixCacheQueries,
+            externalPrefixCacheHits: totals.externalPrefixCacheHits,
             rejectedMessages: totals.rejectedMessages,
             ignoredEvents: totals.ignoredEvents
         };
@@ -337,7 +349,8 @@ export class StatsManager implements EngineObserver {
             promptTokensPerS: this.promptTokensWindow.ratePerS(now, this.resetAt),
             generationTokensPerS: this.generationTokensWindow.ratePerS(now, this.resetAt),
             requestsPerS: this.finishedWindow.ratePerS(now, this.resetAt),
-            prefixCacheHitRate: this.prefixCacheWindow.hitRate
+            prefixCacheHitRate: this.prefixCacheWindow.hitRate,
+            externalPrefixCacheHitRate: this.externalPrefixCacheWindow.hitRate
         };
     }
 
@@ -379,6 +392,7 @@ export class StatsManager implements EngineObserver {
         this.generationTokensWindow.clear();
         this.finishedWindow.clear();
         this.prefixCacheWindow.reset();
+        this.externalPrefixCacheWindow.reset();
         this.series.clear();
         this.activity.reset(now, this.inFlight.size > 0);
         for (const [serial, entry] of this.recent)

@@ -20,7 +20,8 @@ export type LoggingStatLoggerOptions = {
 /**
  * vLLM's periodic log line, every `logIntervalS`:
  * `Engine 000: Avg prompt throughput: X tokens/s, Avg generation throughput: Y tokens/s, Running: N reqs, Waiting: M reqs,
- * GPU KV cache usage: Z%, Prefix cache hit rate: H%`
+ * GPU KV cache usage: Z%, Prefix cache hit rate: H%` and, with a prompt cache (vLLM: with a KV connector),
+ * `, External prefix cache hit rate: E%`
  * (`KV cache usage` on the CPU backend). Throughputs are the tokens recorded in the interval over its
  * length. The hit rate is not per interval: as vLLM's, it is cached tokens / prompt tokens looked up
  * over the most recent 1000 requests (CachingMetrics), 0.0% before any lookup; `reset` clears it.
@@ -37,6 +38,9 @@ export class LoggingStatLogger implements StatLogger {
     private cpu = false;
     private lastActive = false;
     private readonly prefixCache: CachingMetrics;
+    private readonly externalPrefixCache: CachingMetrics;
+    /** Whether the engine has a prompt cache: the line then ends with its hit rate, as vLLM's does with a KV connector's. */
+    private promptCache = false;
 
     constructor(options: LoggingStatLoggerOptions) {
         const intervalS = options.logIntervalS ?? 10;
@@ -47,16 +51,20 @@ export class LoggingStatLogger implements StatLogger {
         this.prefix = `Engine ${String(options.engineIndex ?? 0).padStart(3, "0")}: `;
         this.lastLogAt = (options.now ?? nowMs)();
         this.prefixCache = new CachingMetrics(options.prefixCacheWindowRequests);
+        this.externalPrefixCache = new CachingMetrics(options.prefixCacheWindowRequests);
     }
 
     recordEngine(info: EngineInfo, _maxModelLen: number): void {
         this.cpu = info.backend === "cpu";
+        this.promptCache = info.promptCacheMiB > 0;
     }
 
     record(_scheduler: unknown, iteration: IterationStats): void {
         this.promptTokens += iteration.promptTokens;
         this.generationTokens += iteration.generationTokens;
         this.prefixCache.observe(iteration.prefixCacheRequests, iteration.prefixCacheQueries, iteration.prefixCacheHits);
+        this.externalPrefixCache.observe(iteration.externalPrefixCacheRequests, iteration.externalPrefixCacheQueries,
+            iteration.externalPrefixCacheHits);
     }
 
     recordRejected(): void {}
@@ -65,6 +73,7 @@ export class LoggingStatLogger implements StatLogger {
         this.promptTokens = 0;
         this.generationTokens = 0;
         this.prefixCache.reset();
+        this.externalPrefixCache.reset();
         this.lastLogAt = now;
     }
 
@@ -92,6 +101,7 @@ export class LoggingStatLogger implements StatLogger {
             `Avg generation throughput: ${generationThroughput.toFixed(1)} tokens/s, ` +
             `Running: ${gauges.running} reqs, Waiting: ${gauges.waiting} reqs, ` +
             `${this.cpu ? "KV cache usage" : "GPU KV cache usage"}: ${(gauges.kvCacheUsage * 100).toFixed(1)}%, ` +
-            `Prefix cache hit rate: ${(this.prefixCache.hitRate * 100).toFixed(1)}%`;
+            `Prefix cache hit rate: ${(this.prefixCache.hitRate * 100).toFixed(1)}%` +
+            (this.promptCache ? `, External prefix cache hit rate: ${(this.externalPrefixCache.hitRate * 100).toFixed(1)}%` : "");
     }
 }

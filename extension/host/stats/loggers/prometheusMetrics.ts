@@ -32,6 +32,8 @@ export const vllmMetricNames = {
     preemptions: "vllm:num_preemptions_total",
     prefixCacheQueries: "vllm:prefix_cache_queries_total",
     prefixCacheHits: "vllm:prefix_cache_hits_total",
+    externalPrefixCacheQueries: "vllm:external_prefix_cache_queries_total",
+    externalPrefixCacheHits: "vllm:external_prefix_cache_hits_total",
     // EXTRA (not in vLLM):
     engineStall: "vllm:engine_stall_seconds",
     engineState: "vllm:engine_state",
@@ -62,6 +64,8 @@ export class VllmMetrics {
     readonly preemptions: Counter<BaseLabel>;
     readonly prefixCacheQueries: Counter<BaseLabel>;
     readonly prefixCacheHits: Counter<BaseLabel>;
+    readonly externalPrefixCacheQueries: Counter<BaseLabel>;
+    readonly externalPrefixCacheHits: Counter<BaseLabel>;
     readonly engineStall: Gauge<BaseLabel>;
     readonly engineState: Gauge<BaseLabel | "state">;
     readonly vramUsed: Gauge<BaseLabel>;
@@ -90,6 +94,10 @@ export class VllmMetrics {
         this.preemptions = counter(n.preemptions, "Cumulative number of preemption from the engine.");
         this.prefixCacheQueries = counter(n.prefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens.");
         this.prefixCacheHits = counter(n.prefixCacheHits, "Prefix cache hits, in terms of number of cached tokens.");
+        this.externalPrefixCacheQueries = counter(n.externalPrefixCacheQueries,
+            "External prefix cache queries (here: the prompt cache of saved sequence states), in terms of number of queried tokens.");
+        this.externalPrefixCacheHits = counter(n.externalPrefixCacheHits,
+            "External prefix cache hits (here: tokens restored from the prompt cache), in terms of number of cached tokens.");
         this.promptTokens = counter(n.promptTokens, "Number of prefill tokens processed.");
         this.generationTokens = counter(n.generationTokens, "Number of generation tokens processed.");
         this.requestSuccess = new Counter({

@@ -127,6 +127,10 @@ export class PrometheusStatLogger implements StatLogger {
             m.prefixCacheQueries.inc(labels, iteration.prefixCacheQueries);
             m.prefixCacheHits.inc(labels, iteration.prefixCacheHits);
         }
+        if (iteration.externalPrefixCacheRequests > 0) {
+            m.externalPrefixCacheQueries.inc(labels, iteration.externalPrefixCacheQueries);
+            m.externalPrefixCacheHits.inc(labels, iteration.externalPrefixCacheHits);
+        }
         for (const request of iteration.finished)
             this.recordFinished(labels, request);
     }
@@ -206,7 +210,8 @@ export class PrometheusStatLogger implements StatLogger {
         if (m.lengths !== undefined)
             for (const histogram of [m.lengths.prompt, m.lengths.generation, m.lengths.maxTokens])
                 histogram.zero(labels);
-        for (const counter of [m.promptTokens, m.generationTokens, m.preemptions, m.prefixCacheQueries, m.prefixCacheHits])
+        for (const counter of [m.promptTokens, m.generationTokens, m.preemptions, m.prefixCacheQueries, m.prefixCacheHits,
+            m.externalPrefixCacheQueries, m.externalPrefixCacheHits])
             counter.inc(labels, 0);
         for (const reason of finishReasons)
             m.requestSuccess.inc({...labels, finished_reason: reason}, 0);

@@ -1,0 +1,196 @@
+/**
+ * `npm run bench:prompt-cache`: more conversations than sequences, side by side on our `serve` and on llama.cpp's
+ * `llama-server`, each with its prompt cache on and off (ours `--prompt-cache MIB` / `0`, llama-server `--cache-ram MIB` /
+ * `0`). Conversations whose sequences others took come back later: with the cache their prefix is restored, without it
+ * evaluated again. This is chat and agent traffic on a local server: several chats or tool sessions, each re-sending its
+ * long history every turn, on 2 sequences.
+ *
+ * Workload: `--conversations` (default 6) conversations, each opening with its own ~`--opening-words` (default 400)
+ * words, then `--turns` (default 4) turns taken round robin, one request at a time (so TTFT is the prefill, not a queue):
+ * each turn's prompt is the conversation so far (opening, earlier questions and the answers this server gave) and a new
+ * question; 16 tokens out, greedy, ignore_eos, streamed with usage. Reported per target: TTFT p50 and mean of the turns
+ * after the first (the first is always cold), their cached prompt tokens (the server's own count: `cached_tokens`, or
+ * llama-server's `timings.cache_n`), and the wall time. Every target gets a fresh server per repeat, in a rotating order.
+ *
+ * A benchmark, not a test: do not run it next to other measurements.
+ */
+import {parseArgs} from "node:util";
+import fs from "node:fs";
+import OpenAI from "openai";
+import {ensureDemoModel} from "../engine/model/demoModel.js";
+import {percentile} from "../extension/host/stats/percentiles.js";
+import {buildLlamaServer, llamaServerVersion, killOnExit, startLlamaServer} from "./llamaServer.js";
+import {startServe} from "./serveProcess.js";
+
+const {values} = parseArgs({options: {
+    conversations: {type: "string", default: "6"},
+    turns: {type: "string", default: "4"},
+    parallel: {type: "string", default: "2"},
+    ["opening-words"]: {type: "string", default: "400"},
+    ["cache-mib"]: {type: "string", default: "2048"},
+    repeats: {type: "string", default: "2"},
+    json: {type: "string"}
+}, strict: true});
+
+function positive(name: string, raw: string | undefined): number {
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < 1)
+        throw new Error(`--${name} must be an integer >= 1, got ${raw}`);
+    return value;
+}
+
+const conversations = positive("conversations", values.conversations);
+const turns = positive("turns", values.turns);
+const parallel = positive("parallel", values.parallel);
+const openingWords = positive("opening-words", values["opening-words"]);
+const cacheMiB = positive("cache-mib", values["cache-mib"]);
+const repeats = positive("repeats", values.repeats);
+const maxTokens = 16;
+const threads = 1;
+const contextPerSequence = 4096;
+
+const targets = ["ours, cache on", "ours, cache off", "llama-server, cache on", "llama-server, cache off"] as const;
+type Target = typeof targets[number];
+
+const llamaServerArgs = (cache: boolean): string[] => ["-t", String(threads), "-tb", String(threads), "-np", String(parallel),
+    "-c", String(contextPerSequence * parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--no-webui",
+    "--cache-ram", cache ? String(cacheMiB) : "0"];
+const serveArgs = (cache: boolean): string[] => ["--threads", String(threads), "--parallel", String(parallel),
+    "--context-size", String(contextPerSequence), "--prompt-cache", cache ? String(cacheMiB) : "0", "--log-interval", "3600"];
+
+const words = ("time little girl walked park with her dog they played sun until late the boy found box garden opened saw toy car red " +
+    "hat book about sea ran mother show what had smiled bird flew over house tree said hello every morning sang song children school " +
+    "river old man lived small village near forest friends came visit him day went market bought bread milk apples").split(" ");
+
+/** Conversation `c`'s opening: its own sentence first (the prefixes differ from the start), then seeded words. */
+function opening(c: number): string {
+    let state = 0x9e3779b9 ^ (c + 1) * 0x85ebca6b;
+    const next = (): number => {
+        state ^= state << 13;
+        state ^= state >>> 17;
+        state ^= state << 5;
+        return (state >>> 0) % words.length;
+    };
+    const text = [`This is conversation number ${c + 1} about the ${words[c % words.length]}.`];
+    for (let i = 0; i < openingWords; i++)
+        text.push(words[next()]!);
+    return text.join(" ");
+}
+
+type TurnResult = {conversation: number, turn: number, ttftMs: number, promptTokens: number, cachedTokens: number};
+
+/** One stream; its TTFT (first text) and the server's token counts. */
+async function ask(openai: OpenAI, prompt: string): Promise<{text: string, ttftMs: number, promptTokens: number, cachedTokens: number}> {
+    const started = performance.now();
+    const stream = await openai.completions.create({model: "m", prompt, max_tokens: maxTokens, temperature: 0, stream: true,
+        stream_options: {include_usage: true}, ...{ignore_eos: true}});
+    let text = "";
+    let ttftMs: number | undefined;
+    let promptTokens = -1;
+    let cachedTokens = -1;
+    for await (const chunk of stream) {
+        const piece = chunk.choices[0]?.text ?? "";
+        if (piece !== "" && ttftMs === undefined)
+            ttftMs = performance.now() - started;
+        text += piece;
+        if (chunk.usage) {
+            promptTokens = chunk.usage.prompt_tokens;
+            cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? cachedTokens;
+        }
+        // llama-server's own count of reused prompt tokens, on its last chunk.
+        const timings = (chunk as {timings?: {cache_n?: number}}).timings;
+        if (timings?.cache_n !== undefined && cachedTokens < 0)
+            cachedTokens = timings.cache_n;
+    }
+    if (ttftMs === undefined || promptTokens < 0)
+        throw new Error(`a stream without text or usage (text ${JSON.stringify(text)}, prompt tokens ${promptTokens})`);
+    return {text, ttftMs, promptTokens, cachedTokens};
+}
+
+async function runConversations(baseUrl: string): Promise<{turns: TurnResult[], wallS: number}> {
+    const openai = new OpenAI({baseURL: baseUrl, apiKey: "not-needed", maxRetries: 0});
+    const history = Array.from({length: conversations}, (_, c) => opening(c));
+    const results: TurnResult[] = [];
+    const started = performance.now();
+    for (let turn = 0; turn < turns; turn++)
+        for (let c = 0; c < conversations; c++) {
+            const prompt = `${history[c]} Question ${turn + 1}: what did the ${words[(c + turn) % words.length]} do next? Answer:`;
+            const answer = await ask(openai, prompt);
+            history[c] = `${prompt}${answer.text}`;
+            const {ttftMs, promptTokens, cachedTokens} = answer;
+            results.push({conversation: c, turn, ttftMs, promptTokens, cachedTokens});
+        }
+    return {turns: results, wallS: (performance.now() - started) / 1000};
+}
+
+async function runTarget(target: Target, binary: string, modelPath: string): Promise<{turns: TurnResult[], wallS: number}> {
+    const cache = target.endsWith("cache on");
+    if (target.startsWith("llama-server")) {
+        const server = await startLlamaServer({binary, model: modelPath, args: llamaServerArgs(cache)});
+        try {
+            return await runConversations(server.baseUrl);
+        } finally {
+            await server.stop();
+        }
+    }
+    const server = await startServe(modelPath, serveArgs(cache), killOnExit);
+    try {
+        return await runConversations(server.baseUrl);
+    } finally {
+        await server.stop();
+    }
+}
+
+type Row = {target: Target, repeat: number, later_ttft_p50_ms: number, later_ttft_mean_ms: number, first_ttft_p50_ms: number,
+    later_prompt_tokens: number, later_cached_tokens: number, wall_s: number};
+
+async function main(): Promise<void> {
+    const modelPath = await ensureDemoModel({size: "small", textOnly: true});
+    const binary = await buildLlamaServer();
+    console.log(`workload: ${conversations} conversations × ${turns} turns, round robin, one request at a time; openings of ~${openingWords} ` +
+        `words; ${maxTokens} tokens out (greedy, ignore_eos); demo small (textOnly, f16) ${modelPath}; ${threads} thread, ${parallel} ` +
+        `sequences × ${contextPerSequence}; prompt cache ${cacheMiB} MiB when on; ${repeats} repeat${repeats > 1 ? "s" : ""}, fresh servers`);
+    console.log(`llama-server ${llamaServerVersion(binary)}: -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs(true).join(" ")} (on) / ` +
+        "--cache-ram 0 (off)");
+    console.log(`serve: --model MODEL --port 0 ${serveArgs(true).join(" ")} (on) / --prompt-cache 0 (off)`);
+    const rows: Row[] = [];
+    for (let repeat = 0; repeat < repeats; repeat++)
+        for (let i = 0; i < targets.length; i++) {
+            const target = targets[(i + repeat) % targets.length]!;
+            const run = await runTarget(target, binary, modelPath);
+            const later = run.turns.filter((t) => t.turn > 0);
+            const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+            const row: Row = {target, repeat, later_ttft_p50_ms: percentile(later.map((t) => t.ttftMs), 50),
+                later_ttft_mean_ms: sum(later.map((t) => t.ttftMs)) / later.length,
+                first_ttft_p50_ms: percentile(run.turns.filter((t) => t.turn === 0).map((t) => t.ttftMs), 50),
+                later_prompt_tokens: sum(later.map((t) => t.promptTokens)), later_cached_tokens: sum(later.map((t) => t.cachedTokens)),
+                wall_s: run.wallS};
+            rows.push(row);
+            console.error(`repeat ${repeat + 1} · ${target}: later turns TTFT p50 ${row.later_ttft_p50_ms.toFixed(1)} ms, cached ` +
+                `${row.later_cached_tokens} of ${row.later_prompt_tokens} prompt tokens, ${row.wall_s.toFixed(1)} s`);
+        }
+    const median = (target: Target, key: "later_ttft_p50_ms" | "later_ttft_mean_ms" | "first_ttft_p50_ms" | "wall_s"): number =>
+        percentile(rows.filter((r) => r.target === target).map((r) => r[key]), 50);
+    console.log(`\nmedians over ${repeats} repeat${repeats > 1 ? "s" : ""}; "later": turns 2..${turns}`);
+    console.log(`  ${"target".padEnd(24)}${["first TTFT", "later TTFT p50", "later mean", "later cached", "wall"].map((h) => h.padStart(16)).join("")}`);
+    for (const target of targets) {
+        const last = rows.filter((r) => r.target === target).at(-1)!;
+        console.log(`  ${target.padEnd(24)}${`${median(target, "first_ttft_p50_ms").toFixed(1)} ms`.padStart(16)}` +
+            `${`${median(target, "later_ttft_p50_ms").toFixed(1)} ms`.padStart(16)}${`${median(target, "later_ttft_mean_ms").toFixed(1)} ms`.padStart(16)}` +
+            `${`${(100 * last.later_cached_tokens / last.later_prompt_tokens).toFixed(1)} %`.padStart(16)}${`${median(target, "wall_s").toFixed(1)} s`.padStart(16)}`);
+    }
+    const ratio = (ours: Target, theirs: Target): string => (median(ours, "later_ttft_p50_ms") / median(theirs, "later_ttft_p50_ms")).toFixed(3);
+    console.log(`  later-turn TTFT p50, ours / llama-server: cache on ${ratio("ours, cache on", "llama-server, cache on")}, ` +
+        `cache off ${ratio("ours, cache off", "llama-server, cache off")}; ours on / off ${ratio("ours, cache on", "ours, cache off")}`);
+    if (values.json !== undefined) {
+        const workload = {conversations, turns, parallel, opening_words: openingWords, max_tokens: maxTokens, threads,
+            context_per_sequence: contextPerSequence, cache_mib: cacheMiB, repeats, model_path: modelPath};
+        fs.writeFileSync(values.json, JSON.stringify({workload, results: rows}, null, 2) + "\n");
+        console.log(`wrote ${values.json}`);
+    }
+}
+
+main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+});
