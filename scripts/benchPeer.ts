@@ -31,9 +31,10 @@
  * common prefix (`cache_prompt`), a request goes to the idle slot whose prompt is most similar
  * (`--slot-prompt-similarity` 0.10), idle slots are saved to a host-RAM prompt cache (`--cache-ram` 8192
  * MiB, `--cache-idle-slots`) that later requests can restore from; `--cache-reuse` (KV shifting of
- * non-prefix chunks) stays 0 = off. Ours: the longest-prefix free sequence and its cached prefix, no RAM
- * tier. The random-word prompts here share little more than their first token, so "on" mostly measures
- * what the bookkeeping costs, not what reuse saves.
+ * non-prefix chunks) stays 0 = off. Ours: the longest-prefix free sequence and its cached prefix, and the
+ * prompt cache (`--prompt-cache`, 2048 MiB by default; saved sequence states, as `--cache-ram`). The random-word
+ * prompts here share little more than their first token, so "on" mostly measures what the bookkeeping costs, not
+ * what reuse saves (that is `npm run bench:prompt-cache`).
  *
  * Fair by construction: every run gets a fresh server or engine, loaded before the clock starts; each
  * repeat runs every load point × cache setting with the three targets in a rotating order (none always

@@ -1,6 +1,6 @@
 /**
- * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off (and the prompt cache's size), chunked prefill's budget,
- * engine state ("stalled for 3.2 s" while stalled) and uptime; while an engine loads, "loading…" with the model
+ * The header: model, backend, GPU, VRAM, context size, sequences, prefix cache on/off (and the prompt cache's size), chunked
+ * prefill's budget, engine state ("stalled for 3.2 s" while stalled) and uptime; while an engine loads, "loading…" with the model
  * before it, and no uptime. Each value element carries `data-field="<name>"`. Watching servers (`target`), it names
  * their models and kinds instead, lists each server with its state ("unreachable since 12:03:04"), and shows what the
  * numbers cannot say (`data-field="notes"`); for our engine, the notes name a GPU backend it skipped for failing the
