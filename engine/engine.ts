@@ -72,6 +72,11 @@ type ActiveRequest = {
     cachedTokens: number,
     /** A saved state taken from the prompt cache for this request, to restore on its sequence before its input goes in. */
     restore: SavedPrompt | undefined,
+    /**
+     * Whether its sequence holds only its own tokens yet: until the tail it does not keep is erased (after the prompt
+     * cache saved it), the KV gauge counts only the kept prefix for it.
+     */
+    tailErased: boolean,
     scheduledOnce: boolean,
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
@@ -332,6 +337,7 @@ export class Engine {
             slot: undefined,
             cachedTokens: 0,
             restore: undefined,
+            tailErased: false,
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
@@ -547,6 +553,7 @@ export class Engine {
     private start(request: ActiveRequest, slot: Slot, shared: number, restore?: SavedPrompt): void {
         slot.request = request;
         request.slot = slot;
+        request.tailErased = false;
         // At least the last input token is evaluated again: its logits give the first new token. A prompt to score is
         // evaluated from its start: each token's distribution is read on the way.
         request.cachedTokens = scoresPrompt(request) ? 0 : Math.min(shared, inputTokens(request).length - 1);
@@ -667,6 +674,7 @@ export class Engine {
             // The sequence keeps the shared prefix; everything after it (an earlier request's tail) goes.
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
+            request.tailErased = true;
             if (!whole) {
                 // Chunked prefill: while other requests decode, a long input goes in pieces, one per step,
                 // each in the same batch as their decodes, so they keep generating instead of waiting for
@@ -942,7 +950,10 @@ export class Engine {
         const t = nowMs();
         let kvUsed = 0;
         for (const slot of this.slots)
-            if (slot.request !== undefined) kvUsed += slot.sequence.nextTokenIndex;
+            if (slot.request !== undefined) {
+                const held = slot.sequence.nextTokenIndex;
+                kvUsed += slot.request.tailErased ? held : Math.min(held, slot.request.cachedTokens);
+            }
         const step: StepStats = {
             t, running: this.runningCount + this.embeddings.runningCount, waiting: this.queue.length + this.embeddings.waitingCount,
             stepTokens: this.stepTokens,
