@@ -721,7 +721,11 @@ export class Engine {
             }
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
-                const wanted = {probabilities: request.logprobs !== undefined};
+                // With no alternatives asked for, the token's own probability is all a log-probability needs: node-llama-cpp's
+                // `confidence`, the same number its `probabilities` would hold for the token, without handing the whole
+                // distribution over and mapping it (at temperature 0 every vocabulary entry: 114 vs 21 ms per token on a
+                // 150k-token vocabulary, 7–10 ms without either).
+                const wanted = request.logprobs === undefined ? {} : request.logprobs === 0 ? {confidence: true} : {probabilities: true};
                 const tokens = slot.sequence.evaluateWithMetadata(next === 0 ? input : input.slice(next), wanted, {
                     ...request.sampling,
                     temperature: request.temperature,
@@ -731,8 +735,9 @@ export class Engine {
                 });
                 for await (const output of tokens) {
                     const t = nowMs();
-                    // node-llama-cpp types `probabilities` only for a literal `true`; here it is there when asked for.
-                    const {token, probabilities} = output as {token: Token, probabilities?: Map<Token, number>};
+                    // node-llama-cpp types `probabilities` and `confidence` only for a literal `true`; here they are there when asked.
+                    const {token, probabilities, confidence} = output as {token: Token, probabilities?: Map<Token, number>,
+                        confidence?: number};
                     if (prefillPending) {
                         prefillPending = false;
                         decoding = true;
@@ -741,7 +746,8 @@ export class Engine {
                     }
                     if (request.stop === "cancel")
                         break;
-                    this.recordToken(request, token, t, probabilities);
+                    const own = confidence !== undefined ? new Map([[token, confidence]]) : undefined;
+                    this.recordToken(request, token, t, probabilities ?? own);
                     if (request.lineLimits?.stopped === true) {
                         reason = "length";
                         break;

@@ -95,6 +95,21 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         assert.deepEqual(completions.choices.map((choice) => choice.index), [0, 1]);
     });
 
+    test("logprobs without alternatives (the token's own probability, a cheaper path) equal those with alternatives", async () => {
+        const messages = [{role: "user" as const, content: "Tell me a story"}];
+        for (const sampling of [{temperature: 0}, {temperature: 1, seed: 5}] as Array<{temperature: number, seed?: number}>) {
+            const ask = async (top: number) => (await api.openai.chat.completions.create({model: "m", messages, max_tokens: 12, ...sampling,
+                logprobs: true, top_logprobs: top, ignore_eos: true} as OpenAI.ChatCompletionCreateParamsNonStreaming)).choices[0]!.logprobs!.content!;
+            const [own, withTop] = [await ask(0), await ask(3)];
+            assert.equal(own.length, 12);
+            assert.deepEqual(own.map((entry) => entry.token), withTop.map((entry) => entry.token), JSON.stringify(sampling));
+            // Within float noise: the second request reuses the first's prompt from the prefix cache, evaluated in other batches.
+            for (const [i, entry] of own.entries())
+                assert.ok(Math.abs(entry.logprob - withTop[i]!.logprob) < 5e-3, `${JSON.stringify(sampling)} token ${i}: ${entry.logprob} vs ${withTop[i]!.logprob}`);
+            assert.ok(own.every((entry) => entry.top_logprobs.length === 0 && entry.logprob < 0 && entry.logprob > -100));
+        }
+    });
+
     test("logprobs: one entry per generated token, alternatives most likely first, streamed or not, chat and completions", async () => {
         const messages = [{role: "user" as const, content: "Tell me a story"}];
         const chat = await api.openai.chat.completions.create({model: "m", messages, max_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3,
