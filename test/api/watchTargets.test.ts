@@ -277,7 +277,8 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         const ownTotals = async () => await Promise.all(origins.map(async (origin) => {
             const families = parsePrometheusTextFormat(await (await fetch(`${origin}/metrics`)).text());
             const total = (name: string) => families.find((f) => f.name === name)!.metrics.reduce((sum, m) => sum + Number(m.value), 0);
-            return {prompt: total("vllm:prompt_tokens_total"), generation: total("vllm:generation_tokens_total")};
+            return {prompt: total("vllm:prompt_tokens_total"), generation: total("vllm:generation_tokens_total"),
+                externalQueries: total("vllm:external_prefix_cache_queries_total")};
         }));
         const before = await ownTotals();
         const {monitor, manager, views} = watch(origins.map((url) => ({url})));
@@ -291,10 +292,14 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         await monitor.pollOnce();
         const after = await ownTotals();
         const counters = manager.counters();
-        const own = after.map((total, i) => ({generation: total.generation - before[i]!.generation, prompt: total.prompt - before[i]!.prompt}));
+        const own = after.map((total, i) => ({generation: total.generation - before[i]!.generation, prompt: total.prompt - before[i]!.prompt,
+            externalQueries: total.externalQueries - before[i]!.externalQueries}));
         assert.equal(counters.generationTokens, own[0]!.generation + own[1]!.generation);
         assert.equal(counters.generationTokens, 5 * 12);
         assert.equal(counters.promptTokens, own[0]!.prompt + own[1]!.prompt);
+        // Their prompt caches' lookups (vLLM's external prefix cache counters): every request's prompt looked up.
+        assert.equal(counters.externalPrefixCacheQueries, own[0]!.externalQueries + own[1]!.externalQueries);
+        assert.equal(counters.externalPrefixCacheQueries, counters.promptTokens);
         const view = views.at(-1)!;
         const ttft = view.estimated.ttft;
         assert.ok(ttft !== undefined, "TTFT estimated");

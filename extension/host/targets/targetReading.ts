@@ -22,6 +22,9 @@ export type TargetReading = {
     preemptionsTotal?: number,
     prefixCacheQueriesTotal?: number,
     prefixCacheHitsTotal?: number,
+    /** A KV connector's or offloading cache's lookups and hits in tokens (vLLM's `external_prefix_cache_*`), when it has one. */
+    externalPrefixCacheQueriesTotal?: number,
+    externalPrefixCacheHitsTotal?: number,
     /** Requests finished, by reason. */
     finishedTotal?: Partial<Record<FinishReason, number>>,
     kvUsedTokens?: number,

@@ -20,10 +20,12 @@ import type {TargetReading} from "./targetReading.js";
 
 export type WatchedTarget = {url: string, kind?: TargetKind | "auto", apiKey?: string};
 
-type CounterField = "promptTokensTotal" | "generationTokensTotal" | "preemptionsTotal" | "prefixCacheQueriesTotal" | "prefixCacheHitsTotal";
+type CounterField = "promptTokensTotal" | "generationTokensTotal" | "preemptionsTotal" | "prefixCacheQueriesTotal" | "prefixCacheHitsTotal" |
+    "externalPrefixCacheQueriesTotal" | "externalPrefixCacheHitsTotal";
 
 /** What a replica's counters grew by in one poll. */
-export type CounterIncrease = {prompt: number, generation: number, preemptions: number, prefixQueries: number, prefixHits: number};
+export type CounterIncrease = {prompt: number, generation: number, preemptions: number, prefixQueries: number, prefixHits: number,
+    externalQueries: number, externalHits: number};
 
 export type Replica = {
     name: string,
@@ -78,7 +80,8 @@ export function takeIncrease(replica: Replica): void {
     };
     replica.increase = {
         prompt: increase("promptTokensTotal"), generation: increase("generationTokensTotal"), preemptions: increase("preemptionsTotal"),
-        prefixQueries: increase("prefixCacheQueriesTotal"), prefixHits: increase("prefixCacheHitsTotal")
+        prefixQueries: increase("prefixCacheQueriesTotal"), prefixHits: increase("prefixCacheHitsTotal"),
+        externalQueries: increase("externalPrefixCacheQueriesTotal"), externalHits: increase("externalPrefixCacheHitsTotal")
     };
 }
 
@@ -106,6 +109,11 @@ export function stepOf(sources: readonly Source[], now: number): EngineStep {
                 iteration.prefixCacheRequests += 1;
                 iteration.prefixCacheQueries += increase.prefixQueries;
                 iteration.prefixCacheHits += Math.min(increase.prefixHits, increase.prefixQueries);
+            }
+            if (increase.externalQueries > 0) {
+                iteration.externalPrefixCacheRequests += 1;
+                iteration.externalPrefixCacheQueries += increase.externalQueries;
+                iteration.externalPrefixCacheHits += Math.min(increase.externalHits, increase.externalQueries);
             }
         }
     }

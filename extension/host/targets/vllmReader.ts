@@ -54,6 +54,8 @@ function rankReading(exposition: Exposition, rank: Labels): TargetReading {
         preemptionsTotal: value(names.preemptions),
         prefixCacheQueriesTotal: value(names.prefixCacheQueries),
         prefixCacheHitsTotal: value(names.prefixCacheHits),
+        externalPrefixCacheQueriesTotal: value(names.externalPrefixCacheQueries),
+        externalPrefixCacheHitsTotal: value(names.externalPrefixCacheHits),
         histograms: {},
         notes: []
     };
