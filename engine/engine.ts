@@ -606,12 +606,13 @@ export class Engine {
         try {
             await this.savedAndRestored(request, slot, held, scheduledAt);
         } finally {
-            this.swapsInFlight--;
+            // Released even when this one failed: the others must not wait for good.
+            if (--this.swapsInFlight === 0)
+                for (const resolve of this.swapWaiters.splice(0))
+                    resolve();
         }
         if (this.swapsInFlight > 0)
-            return await new Promise<void>((resolve) => this.swapWaiters.push(resolve));
-        for (const resolve of this.swapWaiters.splice(0))
-            resolve();
+            await new Promise<void>((resolve) => this.swapWaiters.push(resolve));
     }
 
     private async savedAndRestored(request: ActiveRequest, slot: Slot, held: Token[] | undefined, scheduledAt: number): Promise<void> {

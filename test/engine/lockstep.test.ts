@@ -12,35 +12,52 @@ import {tinyModelPath} from "../helpers/testModels.js";
 const sentence = "the little girl saw a big red ball in the park and ran after it with her happy dog under the blue sky ";
 const maxTokens = 24;
 
+/**
+ * Rounds of 4 requests sent in one event-loop turn: first tokens in one step, finished in one step. `prompt(round, i)`:
+ * each request's prompt; `options`: the engine's caching.
+ */
+async function assertRoundsInLockstep(mode: "process" | "inProcess", options: {prefixCache: boolean, promptCacheMiB?: number},
+                                      prompt: (round: number, i: number) => string): Promise<void> {
+    const client = new EngineClient({mode, modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
+        statsIntervalMs: 0, ...options});
+    await client.start();
+    // What the stats see: the generated tokens of each step the host received (vllm:iteration_tokens_total per step).
+    const stepTokens: number[] = [];
+    client.observe({onOutputs: (step) => {
+        if (step.scheduler !== undefined && step.iteration.generationTokens > 0)
+            stepTokens.push(step.iteration.generationTokens);
+    }});
+    try {
+        // Repeated: the engine process reads its pipe whenever data arrives, so separate writes split a burst by chance.
+        for (let round = 0; round < 8; round++) {
+            stepTokens.length = 0;
+            const handles = [0, 1, 2, 3].map((i) => client.generate({prompt: prompt(round, i), maxTokens,
+                ignoreEos: true, temperature: 0.8, seed: i}));
+            const results = await Promise.all(handles.map((handle) => handle.done));
+            assert.deepEqual(results.map((r) => r.generatedTokens), [maxTokens, maxTokens, maxTokens, maxTokens]);
+            // One outputs message is one step, and every event in it is delivered at the same host time.
+            assert.equal(new Set(results.map((r) => r.firstDelivered)).size, 1, `round ${round}: first tokens in different steps`);
+            assert.equal(new Set(results.map((r) => r.lastDelivered)).size, 1, `round ${round}: finished in different steps`);
+            assert.deepEqual(stepTokens, Array.from({length: maxTokens}, () => 4), `round ${round}: the host saw steps of ${stepTokens.join(", ")} tokens`);
+        }
+    } finally {
+        await client.stop();
+    }
+}
+
 // Both modes: in process mode the host's messages cross a pipe, which could split a burst; in both, a step's
 // tokens used to go out in several outputs messages when its samples finished in separate turns (see below).
 for (const mode of ["process", "inProcess"] as const) describe(`lockstep (${mode})`, () => {
     test("4 requests sent in one event-loop turn reach the engine together: first tokens in one step, finished in one step", async () => {
-        const client = new EngineClient({mode, modelPath: await tinyModelPath(), threads: 1, contextSize: 1024, parallel: 4,
-            statsIntervalMs: 0, prefixCache: false});
-        await client.start();
-        // What the stats see: the generated tokens of each step the host received (vllm:iteration_tokens_total per step).
-        const stepTokens: number[] = [];
-        client.observe({onOutputs: (step) => {
-            if (step.scheduler !== undefined && step.iteration.generationTokens > 0)
-                stepTokens.push(step.iteration.generationTokens);
-        }});
-        try {
-            // Repeated: the engine process reads its pipe whenever data arrives, so separate writes split a burst by chance.
-            for (let round = 0; round < 8; round++) {
-                stepTokens.length = 0;
-                const handles = [0, 1, 2, 3].map((i) => client.generate({prompt: `${sentence.repeat(2)} ${round} ${i}`, maxTokens,
-                    ignoreEos: true, temperature: 0.8, seed: i}));
-                const results = await Promise.all(handles.map((handle) => handle.done));
-                assert.deepEqual(results.map((r) => r.generatedTokens), [maxTokens, maxTokens, maxTokens, maxTokens]);
-                // One outputs message is one step, and every event in it is delivered at the same host time.
-                assert.equal(new Set(results.map((r) => r.firstDelivered)).size, 1, `round ${round}: first tokens in different steps`);
-                assert.equal(new Set(results.map((r) => r.lastDelivered)).size, 1, `round ${round}: finished in different steps`);
-                assert.deepEqual(stepTokens, Array.from({length: maxTokens}, () => 4), `round ${round}: the host saw steps of ${stepTokens.join(", ")} tokens`);
-            }
-        } finally {
-            await client.stop();
-        }
+        await assertRoundsInLockstep(mode, {prefixCache: false}, (round, i) => `${sentence.repeat(2)} ${round} ${i}`);
+    });
+});
+
+describe("lockstep with the prompt cache", () => {
+    test("each round saves the previous round's 4 sequences first; its 4 prompts still go in one batch", async () => {
+        // Prompts that differ from their first words: every sequence keeps under half of what it holds, so each request
+        // saves it before its prompt goes in. Those saves end at different times; the prompts must not go in one by one.
+        await assertRoundsInLockstep("process", {prefixCache: true, promptCacheMiB: 64}, (round, i) => `${round} ${i} ${sentence.repeat(4)}`);
     });
 });
 
