@@ -619,13 +619,8 @@ export class Engine {
         const cache = this.promptCache!;
         const restore = request.restore;
         request.restore = undefined;
-        if (held !== undefined) {
-            try {
-                await cache.save(slot.sequence, held);
-            } catch (err) {
-                this.sink({type: "log", level: "warn", message: `prompt cache: could not save a sequence's state: ${errorMessage(err)}`});
-            }
-        }
+        if (held !== undefined)
+            await cache.save(slot.sequence, held); // its failures are warned about by the cache, and cost only the saving
         if (restore === undefined)
             return;
         let restored = request.cachedTokens;
@@ -1057,7 +1052,7 @@ async function createPromptCache(limitMiB: number, sink: EngineSink): Promise<Pr
     if (limitMiB <= 0)
         return undefined;
     try {
-        return await PromptCache.create(limitMiB);
+        return await PromptCache.create(limitMiB, (message) => sink({type: "log", level: "warn", message}));
     } catch (err) {
         sink({type: "log", level: "warn", message: `prompt cache off: ${errorMessage(err)}`});
         return undefined;

@@ -21,6 +21,9 @@ export interface StatefulSequence {
 /** A saved sequence state: its tokens (the KV cache's contents) and its file. */
 export type SavedPrompt = {readonly tokens: readonly Token[], readonly file: string, readonly bytes: number};
 
+/** After this many saves in a row fail (a full disk), saving stops until the engine restarts; restoring goes on. */
+export const maxFailedSavesInARow = 3;
+
 /** Fewer tokens than this are not saved: evaluating them again costs about what saving and restoring does. */
 export const minSavedTokens = 32;
 /** A saved state is restored only for at least this many more shared tokens than the best free sequence offers. */
@@ -48,18 +51,24 @@ export class PromptCache {
     private bytes = 0;
     private nextFile = 0;
     private disposed = false;
+    private failedSavesInARow = 0;
+    private savingOff = false;
 
     private constructor(
         /** The cache's own directory. */
         readonly directory: string,
-        private readonly limitBytes: number
+        private readonly limitBytes: number,
+        private readonly warn: (message: string) => void
     ) {}
 
-    /** A cache of at most `limitMiB` MiB in a new directory under `parent` (default: the system's temporary directory). */
-    static async create(limitMiB: number, parent = os.tmpdir()): Promise<PromptCache> {
+    /**
+     * A cache of at most `limitMiB` MiB in a new directory under `parent` (default: the system's temporary directory).
+     * `warn`: where its failures are told (a save that failed is not an error of any request).
+     */
+    static async create(limitMiB: number, warn: (message: string) => void, parent = os.tmpdir()): Promise<PromptCache> {
         await removeDirectoriesOfDeadEngines(parent);
         const directory = await fs.mkdtemp(path.join(parent, `${directoryPrefix}${process.pid}-`));
-        return new PromptCache(directory, limitMiB * 1024 * 1024);
+        return new PromptCache(directory, limitMiB * 1024 * 1024, warn);
     }
 
     /** Saved states, oldest first. */
@@ -96,17 +105,23 @@ export class PromptCache {
         this.bytes -= prompt.bytes;
     }
 
-    /** Whether saving a sequence holding `tokens` adds anything: enough of them, and not all in a saved state already. */
+    /**
+     * Whether saving a sequence holding `tokens` adds anything: saving is on, there are enough of them, and not all in a
+     * saved state already.
+     */
     worthSaving(tokens: readonly Token[]): boolean {
-        return tokens.length >= minSavedTokens && !this.saved.some((prompt) => sharedPrefixLength(prompt.tokens, tokens) === tokens.length);
+        return !this.savingOff && tokens.length >= minSavedTokens &&
+            !this.saved.some((prompt) => sharedPrefixLength(prompt.tokens, tokens) === tokens.length);
     }
 
     /**
      * Saves `sequence`'s state, which holds `tokens`. Saved states whose tokens it holds all of go (it supersedes them),
-     * then the oldest ones while the cache is over its limit (this one too, if it alone is).
+     * then the oldest ones while the cache is over its limit (this one too, if it alone is). A failure is warned about
+     * once per run of failures; {@link maxFailedSavesInARow} in a row turn saving off (the disk is full, or the
+     * directory went), with a last warning.
      */
     async save(sequence: StatefulSequence, tokens: readonly Token[]): Promise<void> {
-        if (this.disposed)
+        if (this.disposed || this.savingOff)
             return;
         const file = path.join(this.directory, `${this.nextFile++}.state`);
         let bytes: number;
@@ -115,8 +130,10 @@ export class PromptCache {
             await expectSize(file, bytes);
         } catch (error) {
             await fs.rm(file, {force: true});
-            throw error;
+            this.saveFailed(error);
+            return;
         }
+        this.failedSavesInARow = 0;
         if (this.disposed)
             return void await fs.rm(file, {force: true});
         const superseded = this.saved.filter((prompt) => sharedPrefixLength(prompt.tokens, tokens) === prompt.tokens.length);
@@ -132,6 +149,20 @@ export class PromptCache {
             evicted.push(oldest);
         }
         await Promise.all(evicted.map((old) => fs.rm(old.file, {force: true})));
+    }
+
+    private saveFailed(error: unknown): void {
+        if (this.disposed)
+            return;
+        const reason = error instanceof Error ? error.message : String(error);
+        this.failedSavesInARow++;
+        if (this.failedSavesInARow === 1)
+            this.warn(`prompt cache: could not save a sequence's state: ${reason}`);
+        if (this.failedSavesInARow >= maxFailedSavesInARow) {
+            this.savingOff = true;
+            this.warn(`prompt cache: ${this.failedSavesInARow} saves in a row failed (the last: ${reason}); no more saving until the ` +
+                `engine restarts, the ${this.saved.length} saved state${this.saved.length === 1 ? "" : "s"} can still be restored`);
+        }
     }
 
     /** Loads a prompt {@link take}n from the cache into `sequence`, then deletes its file (the sequence holds it now). */

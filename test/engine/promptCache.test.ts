@@ -10,6 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
+import {maxFailedSavesInARow} from "../../engine/promptCache.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 
 const greedy = {temperature: 0, maxTokens: 16, ignoreEos: true} as const;
@@ -149,6 +150,26 @@ describe("prompt cache limits and failures", () => {
         } finally {
             await engine.engine.dispose();
             await cold.engine.dispose();
+        }
+    });
+
+    test("saves that keep failing (its directory gone) are warned about once, then saving stops; requests are unaffected", async () => {
+        const {engine, dir} = await startWithDirectory({parallel: 1, promptCacheMiB: 8});
+        try {
+            fs.rmSync(dir, {recursive: true});
+            const long = conversations.map((text) => `${text} ${text}`);
+            const outcomes = [];
+            // Each request replaces the previous one's tokens: a save each time from the second on.
+            for (let i = 0; i < maxFailedSavesInARow + 2; i++)
+                outcomes.push(await engine.generate({prompt: `${i} ${long[i % long.length]!}`, ...greedy}));
+            assert.ok(outcomes.every((outcome) => outcome.finished.reason === "length" && outcome.restoredTokens === 0));
+            const warnings = engine.logs.filter((line) => line.startsWith("prompt cache:"));
+            assert.equal(warnings.length, 2, warnings.join("\n"));
+            assert.match(warnings[0]!, /^prompt cache: could not save a sequence's state: Failed to save state to file$/);
+            assert.match(warnings[1]!, new RegExp(`^prompt cache: ${maxFailedSavesInARow} saves in a row failed \\(the last: Failed to save ` +
+                "state to file\\); no more saving until the engine restarts, the 0 saved states can still be restored$"));
+        } finally {
+            await engine.engine.dispose();
         }
     });
 
