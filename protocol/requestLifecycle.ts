@@ -69,6 +69,11 @@ export type RequestLifecycle = {
      * when caching is off.
      */
     cachedTokens: number,
+    /**
+     * Of `cachedTokens`, those restored from the engine's prompt cache (a saved sequence state) rather than found on the
+     * sequence; absent when the engine has no prompt cache (and until scheduled).
+     */
+    restoredTokens?: number,
     generatedTokens: number,
     metrics: RequestMetrics
 };

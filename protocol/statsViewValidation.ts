@@ -155,6 +155,7 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
     expectOneOf(obj, "phase", requestPhases, what);
     for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "cachedTokens", "generatedTokens"])
         expectNumber(obj, key, what);
+    optionalNumberField(obj, "restoredTokens", what);
     for (const key of recordTimeKeys)
         optionalNumberField(obj, key, what);
     const preemptions = expectArray(obj, "preemptions", what, payloadLimits.preemptions);

@@ -443,6 +443,7 @@ describe("OpenAI-compatible endpoint: prefix cache hits in usage (one sequence)"
         const cached = back.usage?.prompt_tokens_details?.cached_tokens;
         assert.equal(cached, back.usage!.prompt_tokens - 1, "all but the last token, restored");
         assert.equal(ledgerEntry(pipeline, back.id).cachedTokens, cached);
+        assert.equal(ledgerEntry(pipeline, back.id).restoredTokens, cached, "the request's record says where they came from");
 
         // Restored tokens count as vLLM counts a KV connector's: external hits, not local ones.
         assert.equal(sum(steps, "externalPrefixCacheHits") - before.external, cached);

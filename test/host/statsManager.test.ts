@@ -297,10 +297,13 @@ describe("prefix cache (vLLM's PrefixCacheStats and CachingMetrics)", () => {
         schedule(feed, "c", T0 + 20, 50, 40, 0);
         assert.deepEqual(view(), [250, 40, 250, 99, 99 / 150], "the window holds b and c");
         // the usage and the ledger keep every cached token, restored or not
-        assert.equal(manager.snapshot().requests.find((r) => r.id === "b")!.cachedTokens, 99);
+        const b = manager.snapshot().requests.find((r) => r.id === "b")!;
+        assert.deepEqual([b.cachedTokens, b.restoredTokens], [99, 99]);
+        assert.equal(manager.snapshot().requests.find((r) => r.id === "c")!.restoredTokens, 0);
         // an engine without a prompt cache sends no restoredTokens: no external lookup
         schedule(feed, "d", T0 + 30, 10, 5);
         assert.deepEqual(view(), [260, 45, 250, 99, 99 / 150]);
+        assert.equal(manager.snapshot().requests.find((r) => r.id === "d")!.restoredTokens, undefined);
         manager.reset();
         assert.deepEqual(view(), [0, 0, 0, 0, 0]);
     });

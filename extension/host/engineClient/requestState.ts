@@ -89,6 +89,8 @@ export class RequestState {
                     // The first schedule is the prefix-cache lookup (vLLM's num_cached_tokens is set once, too).
                     lifecycle.scheduled = event.t;
                     lifecycle.cachedTokens = event.cachedTokens;
+                    if (event.restoredTokens !== undefined)
+                        lifecycle.restoredTokens = event.restoredTokens;
                     iteration.prefixCacheRequests++;
                     iteration.prefixCacheQueries += lifecycle.promptTokens;
                     iteration.prefixCacheHits += event.cachedTokens - (event.restoredTokens ?? 0);

@@ -21,6 +21,7 @@ const csvColumns: ReadonlyArray<[string, (record: RequestLifecycle) => string | 
     ["max_tokens", (r) => r.maxTokens],
     ["prompt_tokens", (r) => r.promptTokens],
     ["cached_tokens", (r) => r.cachedTokens],
+    ["restored_tokens", (r) => r.restoredTokens],
     ["generated_tokens", (r) => r.generatedTokens],
     ["preemptions", (r) => r.preemptions.length],
     ["arrival", (r) => new Date(r.arrival).toISOString()],
