@@ -26,11 +26,6 @@ export function promptCacheValue(raw: string | undefined): number | undefined {
     return raw === undefined ? undefined : integerValue("prompt-cache", raw, defaultPromptCacheMiB, 0, maxPromptCacheMiB);
 }
 
-/** How a start line shows EngineInfo.promptCacheMiB. */
-export function promptCacheText(mib: number): string {
-    return mib > 0 ? `${mib} MiB` : "off";
-}
-
 /** `--prefill-chunk N`: EngineOptions.prefillChunkTokens (the VS Code setting `inferenceMonitor.prefillChunkTokens`). */
 export const prefillChunkFlag = {
     type: "string", placeholder: "N",

@@ -8,8 +8,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
-import {promptCacheText} from "./engineFlags.js";
-import {formatCount} from "../common/format.js";
+import {formatCount, formatPromptCache} from "../common/format.js";
 
 /**
  * `inference-monitor serve`: the engine behind an OpenAI-compatible API, with `/metrics` and the live
@@ -57,7 +56,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         readyAt = Date.now();
         warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
-            `prefix cache ${info.prefixCache ? "on" : "off"}, prompt cache ${promptCacheText(info.promptCacheMiB)}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
+            `prefix cache ${info.prefixCache ? "on" : "off"}, prompt cache ${formatPromptCache(info.promptCacheMiB)}, prefill chunk ${info.prefillChunkTokens} tokens. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await server.close();

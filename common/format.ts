@@ -57,6 +57,11 @@ export function formatCount(count: number, noun: string): string {
     return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
+/** The prompt cache's size for start lines and logs (EngineOptions.promptCacheMiB): "2048 MiB", or "off" for 0. */
+export function formatPromptCache(mib: number): string {
+    return mib > 0 ? `${mib} MiB` : "off";
+}
+
 /** A parameter count: "1.5 B", "20.0 M", "7.5 K", "512". */
 export function formatParams(count: number): string {
     if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B`;

@@ -11,6 +11,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type {Token} from "./llamaTypes.js";
+import {errorMessage} from "../common/errorMessage.js";
 
 /** What the cache needs of a sequence (node-llama-cpp's LlamaContextSequence). */
 export interface StatefulSequence {
@@ -25,9 +26,9 @@ export type SavedPrompt = {readonly tokens: readonly Token[], readonly file: str
 export const maxFailedSavesInARow = 3;
 
 /** Fewer tokens than this are not saved: evaluating them again costs about what saving and restoring does. */
-export const minSavedTokens = 32;
+const minSavedTokens = 32;
 /** A saved state is restored only for at least this many more shared tokens than the best free sequence offers. */
-export const minRestoreGain = 16;
+const minRestoreGain = 16;
 /**
  * A saved state is restored only when its shared prefix is at least this share of it (llama-server's): restoring a long
  * state to keep a sliver of it reads the whole file for little.
@@ -37,7 +38,7 @@ const minKeptShare = 0.25;
 const directoryPrefix = "inference-monitor-prompt-cache-";
 
 /** How many leading tokens `a` and `b` share. */
-export function sharedPrefixLength(a: readonly Token[], b: readonly Token[]): number {
+function sharedPrefixLength(a: readonly Token[], b: readonly Token[]): number {
     const n = Math.min(a.length, b.length);
     let i = 0;
     while (i < n && a[i] === b[i])
@@ -71,16 +72,6 @@ export class PromptCache {
         return new PromptCache(directory, limitMiB * 1024 * 1024, warn);
     }
 
-    /** Saved states, oldest first. */
-    get prompts(): readonly SavedPrompt[] {
-        return this.saved;
-    }
-
-    /** Bytes of saved state. */
-    get totalBytes(): number {
-        return this.bytes;
-    }
-
     /**
      * The saved state worth restoring for `input`, and the tokens it shares with it: the longest shared prefix, at least
      * `freeShared` + {@link minRestoreGain} tokens (`freeShared`: what the best free sequence shares with `input`) and
@@ -96,7 +87,7 @@ export class PromptCache {
         return best;
     }
 
-    /** Takes `prompt` out of the cache, to restore it: its file is the caller's until {@link restore} or {@link discard}. */
+    /** Takes `prompt` out of the cache, to restore it: its file is the caller's until {@link restore} deletes it. */
     take(prompt: SavedPrompt): void {
         const index = this.saved.indexOf(prompt);
         if (index < 0)
@@ -154,7 +145,7 @@ export class PromptCache {
     private saveFailed(error: unknown): void {
         if (this.disposed)
             return;
-        const reason = error instanceof Error ? error.message : String(error);
+        const reason = errorMessage(error);
         this.failedSavesInARow++;
         if (this.failedSavesInARow === 1)
             this.warn(`prompt cache: could not save a sequence's state: ${reason}`);
@@ -171,13 +162,8 @@ export class PromptCache {
             await expectSize(prompt.file, prompt.bytes);
             await sequence.loadStateFromFile(prompt.file, {acceptRisk: true});
         } finally {
-            await this.discard(prompt);
+            await fs.rm(prompt.file, {force: true});
         }
-    }
-
-    /** Deletes a {@link take}n prompt's file. */
-    async discard(prompt: SavedPrompt): Promise<void> {
-        await fs.rm(prompt.file, {force: true});
     }
 
     /** Deletes the directory and everything in it (synchronously: it also runs as the engine process exits). */

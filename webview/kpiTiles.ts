@@ -65,8 +65,7 @@ export const kpiDefinitions: readonly KpiDefinition[] = [
         value: (v) => v.counters.prefixCacheQueries === 0 ? null : v.gauges.prefixCacheHitRate * 100, reportedAs: "prefix cache hits"},
     // The prompt cache's (saved sequence states; vLLM's external prefix cache): "–" while none was looked up (none, or off).
     {key: "external_prefix_cache_hit_rate", label: "Prompt cache hit rate", unit: "%",
-        value: (v) => v.counters.externalPrefixCacheQueries === 0 ? null : v.gauges.externalPrefixCacheHitRate * 100,
-        reportedAs: "prompt cache hits"},
+        value: (v) => v.counters.externalPrefixCacheQueries === 0 ? null : v.gauges.externalPrefixCacheHitRate * 100},
     {key: "completed", label: "Completed", unit: "reqs", value: (v) => v.counters.requests.completed, reportedAs: "per-request timeline"},
     {key: "failed", label: "Failed", unit: "reqs", value: (v) => v.counters.requests.failed, reportedAs: "per-request timeline"},
     {key: "num_preemptions", label: "Preemptions", unit: "", value: (v) => v.counters.preemptions}
