@@ -341,7 +341,8 @@ export class Engine {
             scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
-            stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined ? [jsonGrammarStop] : []]),
+            stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined && request.responseFormat.type !== "grammar"
+                ? [jsonGrammarStop] : []]),
             toolCalls: undefined,
             reasoning: undefined,
             answerStart: undefined,
@@ -416,7 +417,7 @@ export class Engine {
      * set, milliseconds; a bad schema is refused here).
      */
     private async admitWithGrammar(active: ActiveRequest, request: GenerateRequest): Promise<void> {
-        const field = request.responseFormat !== undefined ? "responseFormat" : "tools";
+        const field = request.responseFormat === undefined ? "tools" : request.responseFormat.type === "grammar" ? "grammar" : "responseFormat";
         try {
             const state = request.responseFormat !== undefined
                 ? await this.grammars.stateFor(request.responseFormat)

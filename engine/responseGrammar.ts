@@ -1,13 +1,15 @@
 /**
  * Structured output (OpenAI's `response_format`): a request for JSON samples under a grammar, so every
  * token keeps the text a prefix of valid JSON — any JSON object (`json_object`, node-llama-cpp's `json`
- * grammar) or one that fits a JSON schema (`json_schema`, node-llama-cpp's schema-to-grammar converter).
+ * grammar) or one that fits a JSON schema (`json_schema`, node-llama-cpp's schema-to-grammar converter);
+ * a request with a GBNF grammar (llama.cpp's `grammar`, vLLM's `structured_outputs`) samples under that one.
  * A request that must call a tool samples under the grammar of a call (tools/toolCallGrammar.ts).
  * Grammars are built once per distinct format or tool set and shared; each request gets its own evaluation state.
  */
 import type {ResponseFormat, ToolDefinition} from "../protocol/engineMessages.js";
 import {grammarSchema, unsupportedSchemaPart} from "../protocol/jsonSchemaSubset.js";
 import type {Llama, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, LlamaGrammarEvaluationStateClass} from "./llamaTypes.js";
+import {errorMessage} from "../common/errorMessage.js";
 import {embeddableJsonGrammar, toolCallGrammar} from "./tools/toolCallGrammar.js";
 import type {ToolCallSyntax} from "./tools/toolCallSyntax.js";
 
@@ -60,7 +62,8 @@ export class ResponseGrammars {
         const unsupported = format.type === "json_schema" ? unsupportedSchemaPart(format.schema) : undefined;
         if (unsupported !== undefined)
             return Promise.reject(new ResponseFormatError(`this schema cannot be enforced ${unsupported}`));
-        const key = format.type === "json_object" ? "json_object" : `json_schema:${JSON.stringify(format.schema)}`;
+        const key = format.type === "json_object" ? "json_object"
+            : format.type === "grammar" ? `grammar:${format.grammar}` : `json_schema:${JSON.stringify(format.schema)}`;
         return this.cached(key, () => this.build(format));
     }
 
@@ -111,6 +114,22 @@ export class ResponseGrammars {
     private async build(format: ResponseFormat): Promise<LlamaGrammar> {
         if (format.type === "json_object")
             return await this.llama.getGrammarFor("json");
+        if (format.type === "grammar")
+            return await this.gbnfGrammar(format.grammar);
         return await this.jsonSchemaGrammar(format.schema, "the JSON schema");
     }
+
+    /**
+     * A client's GBNF grammar; one that llama.cpp cannot parse is refused. Its parser writes the reason to the process's
+     * stderr only (not to the log node-llama-cpp forwards), so the answer can only say that it failed, as llama-server's.
+     */
+    private async gbnfGrammar(text: string): Promise<LlamaGrammar> {
+        try {
+            return await this.llama.createGrammar({grammar: text});
+        } catch (error) {
+            throw new ResponseFormatError(`llama.cpp could not parse it as GBNF (${errorMessage(error)}): every rule used must be defined, ` +
+                "none may be left-recursive, and the output is rule root; the format: llama.cpp's grammars/README.md");
+        }
+    }
 }
+

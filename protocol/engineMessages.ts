@@ -184,9 +184,14 @@ export const maxTopLogprobs = 20;
 /** The floor of reported log-probabilities. */
 export const minLogprob = -9999;
 
-/** Structured output: JSON (any object) or JSON that fits a schema; sampled under a grammar. */
-export type ResponseFormat = {type: "json_object"} | {type: "json_schema", schema: JsonObject};
-export const responseFormatTypes = ["json_object", "json_schema"] as const;
+/**
+ * Structured output, sampled under a grammar: JSON (any object), JSON that fits a schema, or text that a GBNF grammar
+ * (llama.cpp's grammar format, whose rule `root` is the output) accepts.
+ */
+export type ResponseFormat = {type: "json_object"} | {type: "json_schema", schema: JsonObject} | {type: "grammar", grammar: string};
+export const responseFormatTypes = ["json_object", "json_schema", "grammar"] as const;
+/** The longest GBNF grammar a request may give (characters). */
+export const maxGrammarLength = 65536;
 
 /** `bias` (−100…100) is added to token `token`'s logit; −100 in effect bans it, 100 in effect forces it. */
 export type LogitBias = {token: number, bias: number};
@@ -467,7 +472,9 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");
         const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");
-        request.responseFormat = type === "json_object" ? {type} : {type, schema: expectObject(format.schema, "request.responseFormat.schema")};
+        request.responseFormat = type === "json_object" ? {type}
+            : type === "grammar" ? {type, grammar: expectString(format, "grammar", "request.responseFormat", maxGrammarLength)}
+                : {type, schema: expectObject(format.schema, "request.responseFormat.schema")};
     }
     if (obj.logitBias !== undefined)
         request.logitBias = expectArray(obj, "logitBias", what, maxLogitBiasEntries).map((value, index) => {

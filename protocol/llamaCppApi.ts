@@ -8,13 +8,15 @@
  * (`/infill`), `n_predict` (−1: what the context leaves; 0: the prompt is only evaluated, into the prefix cache),
  * `temperature`, `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties
  * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
- * `json_schema`, `n_indent` and `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
+ * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent` and
+ * `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
  * prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`, `typical_p`, `xtc_*`,
- * `dry_*`, `timings_per_token`) are ignored; `n_probs` and `grammar`, whose output this server cannot give, get a 400.
+ * `dry_*`, `timings_per_token`) are ignored; `n_probs`, whose output this server cannot give, gets a 400.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, optionalStringField, tokenIdsField} from "./openaiFields.js";
+import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
 import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
 import {isObject} from "./validation.js";
@@ -110,8 +112,6 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     const nProbs = optionalNumberField(body, "n_probs", 0, 1e6, true);
     if (nProbs !== undefined && nProbs > 0)
         fail("n_probs", "token probabilities in llama.cpp's shape are not served here; the OpenAI endpoint's `logprobs` gives them");
-    if (typeof body.grammar === "string" && body.grammar !== "")
-        fail("grammar", "GBNF grammars are not served here; `json_schema` is");
     const nPredict = optionalNumberField(body, "n_predict", -1, 1e9, true) ?? optionalNumberField(body, "max_tokens", -1, 1e9, true);
     const request: LlamaCompletionRequest = {kind, maxTokens: nPredict === undefined || nPredict < 0 ? undefined : nPredict,
         stop: parseStop(body.stop), stream: optionalBooleanField(body, "stream") ?? false, ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
@@ -144,8 +144,13 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     if (penalties !== undefined) request.penalties = penalties;
     const logitBias = parseLogitBias(body.logit_bias);
     if (logitBias !== undefined && logitBias.length > 0) request.logitBias = logitBias;
-    if (isObject(body.json_schema))
+    const constraint = parseGrammarConstraint(body);
+    if (isObject(body.json_schema)) {
+        if (constraint !== undefined)
+            fail(constraint.param, `give one output constraint, not json_schema and ${constraint.param}`);
         request.responseFormat = schemaFormat(body.json_schema, "json_schema");
+    } else if (constraint !== undefined)
+        request.responseFormat = constraint.format;
     const minIndent = optionalNumberField(body, "n_indent", 0, 1e6, true);
     if (minIndent !== undefined && minIndent > 0) request.minIndent = minIndent;
     const maxGenerationMs = optionalNumberField(body, "t_max_predict_ms", 0, 1e9, false);

@@ -6,7 +6,8 @@
  * Accepted like vLLM and llama.cpp's server: OpenAI's fields plus the extension field `ignore_eos`.
  * The sampling fields vLLM and llama.cpp add (`top_k`, `min_p`, `repetition_penalty` / `repeat_penalty`,
  * `repeat_last_n`) are honoured too, and `response_format` (JSON, or JSON fitting a schema, sampled under a
- * grammar), tool calling (`tools`, `tool_choice`, … in openaiTools.ts), and reasoning models' fields
+ * grammar; or text under a GBNF grammar, from llama.cpp's `grammar` or vLLM's `structured_outputs`: grammarFields.ts),
+ * tool calling (`tools`, `tool_choice`, … in openaiTools.ts), and reasoning models' fields
  * (`reasoning_format`, `chat_template_kwargs.enable_thinking`, `reasoning_content`: openaiReasoning.ts). Fields this server does not
  * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
  * honour are refused with a 400 naming them.
@@ -14,6 +15,7 @@
 import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parsePromptLogprobs, parseResponseFormat} from "./openaiSampling.js";
+import {parseGrammarConstraint} from "./grammarFields.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {isObject, type JsonObject} from "./validation.js";
@@ -177,7 +179,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const minP = optionalNumberField(body, "min_p", 0, 1, false);
     const penalties = parsePenalties(body);
     const logitBias = parseLogitBias(body.logit_bias);
-    const responseFormat = parseResponseFormat(body.response_format);
+    const responseFormat = outputConstraint(body);
     const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
     if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
         fail("model", "expected a string");
@@ -196,6 +198,18 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (seed !== undefined) params.seed = seed;
     if (typeof body.model === "string") params.model = body.model;
     return params;
+}
+
+/**
+ * `response_format`, or a grammar constraint in llama.cpp's or vLLM's fields (grammarFields.ts): at most one of them.
+ * Undefined: free text.
+ */
+function outputConstraint(body: JsonObject): SamplingParams["responseFormat"] {
+    const responseFormat = parseResponseFormat(body.response_format);
+    const constraint = parseGrammarConstraint(body);
+    if (responseFormat !== undefined && constraint !== undefined)
+        fail(constraint.param, `give one output constraint, not response_format and ${constraint.param}`);
+    return responseFormat ?? constraint?.format;
 }
 
 /** Message content: a string, or an array of text parts (joined); other part types are refused. */
@@ -251,7 +265,8 @@ export function parseChatCompletionRequest(value: unknown): ChatCompletionReques
     if (request.toolChoice !== undefined && request.ignoreEos)
         fail("ignore_eos", "cannot be used with a tool_choice that demands a call (the call ends the answer)");
     if (request.toolChoice !== undefined && request.responseFormat !== undefined)
-        fail("response_format", "cannot be used with a tool_choice that demands a call");
+        fail(parseResponseFormat(body.response_format) !== undefined ? "response_format" : parseGrammarConstraint(body)?.param ?? "response_format",
+            "cannot be used with a tool_choice that demands a call");
     if (optionalBooleanField(body, "echo") === true)
         request.echo = true;
     if (optionalBooleanField(body, "continue_final_message") === true) {

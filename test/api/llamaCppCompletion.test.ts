@@ -178,12 +178,31 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.ok(events.at(-1)!.tokens_predicted >= 1 && events.at(-1)!.tokens_predicted <= 6);
     });
 
+    test("grammar (GBNF): the same greedy text as llama-server, sampled text fitting it on both; a grammar neither parses is a 400 on both",
+        async () => {
+            const grammar = "root ::= answer \" \" digit digit?\nanswer ::= \"yes\" | \"no\"\ndigit ::= [0-9]\n";
+            const [mine, theirs] = await both("/completion", {prompt: "Once upon a time", n_predict: 16, temperature: 0, grammar});
+            assert.equal(mine.content, theirs.content);
+            assert.match(mine.content, /^(yes|no) [0-9][0-9]?$/);
+            assert.equal(mine.stop_type, "eos", "the grammar is complete: the end of text follows");
+            for (const seed of [1, 2, 3]) {
+                const sampled = await both("/completion", {prompt: "Once upon a time", n_predict: 16, temperature: 1, seed, grammar});
+                for (const answerOf of sampled)
+                    assert.match(answerOf.content, /^(yes|no) [0-9][0-9]?$/);
+            }
+            for (const origin of [ours(), peer.origin]) {
+                const {status} = await post(origin, "/completion", {prompt: "x", n_predict: 4, grammar: "root ::= root \"a\""});
+                assert.equal(status, 400, `${origin}: a left-recursive grammar`);
+            }
+        });
+
     test("refusals name their field", async () => {
         const refusals: Array<[string, Record<string, unknown>, string]> = [
             ["/infill", {input_suffix: "x"}, "input_prefix"],
             ["/infill", {input_prefix: "x", input_suffix: "y", input_extra: [{filename: "a"}]}, "input_extra[0].text"],
             ["/completion", {prompt: "x", n_probs: 3}, "n_probs"],
-            ["/completion", {prompt: "x", grammar: "root ::= \"a\""}, "grammar"],
+            ["/completion", {prompt: "x", grammar: "root ::= nothing"}, "grammar"],
+            ["/completion", {prompt: "x", grammar: "root ::= \"a\"", json_schema: {type: "object"}}, "grammar"],
             ["/completion", {prompt: [1, -3]}, "prompt[1]"],
             ["/completion", {n_predict: 3}, "prompt"]
         ];

@@ -97,7 +97,7 @@ export function refusal(result: RequestResult, client: EngineClient, fields: Ref
     const message = result.error ?? `the request ended with ${result.reason}`;
     if (result.errorCode === "invalid_request")
         return new ApiRequestError(message, message.startsWith("responseFormat:") ? fields.responseFormat
-            : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
+            : message.startsWith("grammar:") ? "grammar" : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
                 : fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : fields.input ?? null, 400);
     if (result.errorCode === "context_length_exceeded")
         return new ApiRequestError(message, fields.input ?? fields.maxTokens, 400, "invalid_request_error", "context_length_exceeded");
