@@ -11,7 +11,8 @@ function logOf(probability: number | undefined): number {
 }
 
 /**
- * `token`'s entry with `top` alternatives; `probabilities` undefined (none returned) reads as impossible. Each token's
+ * `token`'s entry with `top` alternatives, each with its token id (llama.cpp's `n_probs` answers name them);
+ * `probabilities` undefined (none returned) reads as impossible. Each token's
  * text is detokenized after `context` (a neutral token), so that a SentencePiece piece keeps its leading space, which
  * detokenizing it alone drops: the pieces then join into the output's text, as OpenAI's do. `specialTokens`: special
  * tokens' text (BOS, markup) is written out, as for a prompt's tokens; else dropped, as in generated text.
@@ -21,36 +22,33 @@ export function tokenLogprob(model: LlamaModel, token: Token, probabilities: Rea
     const alternatives: TokenLogprob["top"] = [];
     if (probabilities !== undefined && top > 0)
         for (const [candidate, probability] of probabilities) {
-            alternatives.push({token: model.detokenize([candidate], specialTokens, context), logprob: logOf(probability)});
+            alternatives.push({token: model.detokenize([candidate], specialTokens, context), logprob: logOf(probability), id: candidate});
             if (alternatives.length >= top)
                 break;
         }
-    return {token: model.detokenize([token], specialTokens, context), logprob: logOf(probabilities?.get(token)), top: alternatives};
+    return {token: model.detokenize([token], specialTokens, context), logprob: logOf(probabilities?.get(token)), top: alternatives,
+        id: token};
 }
 
 /**
  * A scored prompt token's entry (GenerateRequest.promptLogprobs): {@link tokenLogprob} with special tokens' text, plus
- * the token ids and the token's rank in the model's distribution (1: the most likely; its place in `probabilities`,
+ * the token's rank in the model's distribution (1: the most likely; its place in `probabilities`,
  * which the scoring's greedy evaluation gives for the whole vocabulary, most likely first), as vLLM's `prompt_logprobs`
  * report them.
  */
 export function scoredPromptTokenLogprob(model: LlamaModel, token: Token, probabilities: ReadonlyMap<Token, number> | undefined,
                                          top: number, context: readonly Token[]): TokenLogprob {
     const entry = tokenLogprob(model, token, probabilities, top, context, true);
-    const ids: Token[] = [];
     let rank: number | undefined;
     if (probabilities !== undefined) {
         let place = 0;
         for (const candidate of probabilities.keys()) {
             place++;
-            if (ids.length < entry.top.length)
-                ids.push(candidate);
-            if (candidate === token)
+            if (candidate === token) {
                 rank = place;
-            if (rank !== undefined && ids.length >= entry.top.length)
                 break;
+            }
         }
     }
-    return {...entry, top: entry.top.map((alternative, i) => ({...alternative, id: ids[i]!})), id: token,
-        ...rank !== undefined ? {rank} : {}};
+    return {...entry, ...rank !== undefined ? {rank} : {}};
 }

@@ -157,7 +157,7 @@ export type TopLogprob = {token: string, logprob: number, id?: number};
 export type TokenLogprob = {
     token: string, logprob: number, top: TopLogprob[],
     /**
-     * In a scored prompt (PromptLogprobs): the token's id, and its `rank` in the distribution (1: the most likely), as
+     * The token's id; in a scored prompt (PromptLogprobs) also its `rank` in the distribution (1: the most likely), as
      * vLLM's prompt_logprobs give them.
      */
     id?: number, rank?: number

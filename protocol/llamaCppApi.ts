@@ -11,9 +11,10 @@
  * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent` and
  * `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
  * prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`, `typical_p`, `xtc_*`,
- * `dry_*`, `timings_per_token`) are ignored; `n_probs`, whose output this server cannot give, gets a 400.
+ * `dry_*`, `timings_per_token`) are ignored. `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
+ * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
-import {maxStopLength, maxStopStrings, maxInfillChunks, type InfillContext, type ResponseFormat, type SamplingPenalties,
+import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, optionalStringField, tokenIdsField} from "./openaiFields.js";
 import {parseGrammarConstraint} from "./grammarFields.js";
@@ -38,8 +39,18 @@ export type LlamaCompletionRequest = {
     stream: boolean,
     ignoreEos: boolean,
     minIndent?: number,
-    maxGenerationMs?: number
+    maxGenerationMs?: number,
+    /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
+    probs?: number,
+    /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
+    postSamplingProbs?: boolean
 };
+
+/** One alternative in `completion_probabilities`: llama-server's `logprob`, or `prob` with `post_sampling_probs`. */
+export type LlamaTokenProbability = {id: number, token: string, bytes: number[], logprob?: number, prob?: number};
+/** One generated token's entry in `completion_probabilities`, with its alternatives (`top_logprobs`, or `top_probs`). */
+export type LlamaCompletionProbability = LlamaTokenProbability &
+    {top_logprobs?: LlamaTokenProbability[], top_probs?: LlamaTokenProbability[]};
 
 /** llama-server's `stop_type`: an end-of-generation token, a stop word, a limit (`n_predict`, `n_indent`, time). */
 export type LlamaStopType = "eos" | "word" | "limit" | "none";
@@ -53,7 +64,8 @@ export type LlamaTimings = {
 
 /** One streamed piece. */
 export type LlamaCompletionChunk = {
-    index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number
+    index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number,
+    completion_probabilities?: LlamaCompletionProbability[]
 };
 
 /** The whole answer, or a stream's last event. */
@@ -63,7 +75,8 @@ export type LlamaCompletionAnswer = {
     generation_settings: {n_predict: number, temperature?: number, top_k?: number, top_p?: number, min_p?: number, seed?: number,
         stop: string[], ignore_eos: boolean, n_indent: number, t_max_predict_ms: number},
     prompt: string, has_new_line: boolean, truncated: boolean, stop_type: LlamaStopType, stopping_word: string,
-    tokens_cached: number, timings: LlamaTimings
+    tokens_cached: number, timings: LlamaTimings,
+    completion_probabilities?: LlamaCompletionProbability[]
 };
 
 function parseStop(value: unknown): string[] {
@@ -110,8 +123,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         throw new ApiRequestError("the request body must be a JSON object", null);
     const body = value;
     const nProbs = optionalNumberField(body, "n_probs", 0, 1e6, true);
-    if (nProbs !== undefined && nProbs > 0)
-        fail("n_probs", "token probabilities in llama.cpp's shape are not served here; the OpenAI endpoint's `logprobs` gives them");
+    if (nProbs !== undefined && nProbs > maxTopLogprobs)
+        fail("n_probs", `at most ${maxTopLogprobs} alternatives per token here (vLLM's bound for logprobs), got ${nProbs}`);
     const nPredict = optionalNumberField(body, "n_predict", -1, 1e9, true) ?? optionalNumberField(body, "max_tokens", -1, 1e9, true);
     const request: LlamaCompletionRequest = {kind, maxTokens: nPredict === undefined || nPredict < 0 ? undefined : nPredict,
         stop: parseStop(body.stop), stream: optionalBooleanField(body, "stream") ?? false, ignoreEos: optionalBooleanField(body, "ignore_eos") ?? false};
@@ -151,6 +164,10 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.responseFormat = schemaFormat(body.json_schema, "json_schema");
     } else if (constraint !== undefined)
         request.responseFormat = constraint.format;
+    if (nProbs !== undefined && nProbs > 0) {
+        request.probs = nProbs;
+        request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;
+    }
     const minIndent = optionalNumberField(body, "n_indent", 0, 1e6, true);
     if (minIndent !== undefined && minIndent > 0) request.minIndent = minIndent;
     const maxGenerationMs = optionalNumberField(body, "t_max_predict_ms", 0, 1e9, false);

@@ -196,11 +196,44 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             }
         });
 
+    test("n_probs: llama-server's completion_probabilities (ids, text, log-probabilities, alternatives) at temperature 0; streamed per piece",
+        async () => {
+            type Probability = {id: number, token: string, bytes: number[], logprob?: number, prob?: number};
+            type Entry = Probability & {top_logprobs?: Probability[], top_probs?: Probability[]};
+            // Plain tokens forced off (the greedy one may be a byte of a character, which llama-server's parser refuses): ASCII letters only.
+            const body = {prompt: "Once upon a time", n_predict: 4, temperature: 0, n_probs: 3};
+            const [mine, theirs] = await both("/completion", body);
+            const mineEntries = mine.completion_probabilities as Entry[];
+            const peers = theirs.completion_probabilities as Entry[];
+            assert.equal(mineEntries.length, 4);
+            assert.equal(peers.length, 4);
+            for (const [i, entry] of mineEntries.entries()) {
+                const peerEntry = peers[i]!;
+                assert.equal(entry.id, peerEntry.id, `token ${i}`);
+                assert.equal(entry.token, peerEntry.token);
+                assert.deepEqual(entry.bytes, peerEntry.bytes);
+                assert.ok(Math.abs(entry.logprob! - peerEntry.logprob!) < 0.02, `token ${i}: ${entry.logprob} vs ${peerEntry.logprob}`);
+                assert.deepEqual(entry.top_logprobs!.map((other) => other.id), peerEntry.top_logprobs!.map((other) => other.id));
+                for (const [j, other] of entry.top_logprobs!.entries())
+                    assert.ok(Math.abs(other.logprob! - peerEntry.top_logprobs![j]!.logprob!) < 0.02, `token ${i} alternative ${j}`);
+            }
+            const post = await answer(ours(), "/completion", {...body, post_sampling_probs: true});
+            const first = (post.completion_probabilities as Entry[])[0]!;
+            assert.ok(Math.abs(first.prob! - Math.exp(mineEntries[0]!.logprob!)) < 1e-6 && first.logprob === undefined && first.top_probs!.length === 3);
+            const response = await fetch(`${ours()}/completion`, {method: "POST", body: JSON.stringify({...body, stream: true})});
+            const events = (await response.text()).split("\n\n").filter((part) => part.startsWith("data: "))
+                .map((part) => JSON.parse(part.slice("data: ".length)) as Answer);
+            const streamed = events.flatMap((event) => (event.completion_probabilities ?? []) as Entry[]);
+            assert.deepEqual(streamed.map((entry) => entry.id), mineEntries.map((entry) => entry.id), "each token's entry once, in its piece's event");
+            const plain = await answer(ours(), "/completion", {...body, n_probs: 0});
+            assert.equal(plain.completion_probabilities, undefined, "only when asked");
+        });
+
     test("refusals name their field", async () => {
         const refusals: Array<[string, Record<string, unknown>, string]> = [
             ["/infill", {input_suffix: "x"}, "input_prefix"],
             ["/infill", {input_prefix: "x", input_suffix: "y", input_extra: [{filename: "a"}]}, "input_extra[0].text"],
-            ["/completion", {prompt: "x", n_probs: 3}, "n_probs"],
+            ["/completion", {prompt: "x", n_probs: 21}, "n_probs"],
             ["/completion", {prompt: "x", grammar: "root ::= nothing"}, "grammar"],
             ["/completion", {prompt: "x", grammar: "root ::= \"a\"", json_schema: {type: "object"}}, "grammar"],
             ["/completion", {prompt: [1, -3]}, "prompt[1]"],

@@ -5,7 +5,11 @@
  * `timings` come from the request's measured lifecycle: prompt = scheduled → first token, over the prompt tokens the
  * prefix cache did not hold; predicted = first → last token.
  */
-import type {LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionRequest, LlamaStopType, LlamaTimings} from "../../../protocol/llamaCppApi.js";
+import type {TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {
+    LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionProbability, LlamaCompletionRequest, LlamaStopType, LlamaTimings,
+    LlamaTokenProbability
+} from "../../../protocol/llamaCppApi.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
@@ -25,7 +29,7 @@ function sourceOf(body: LlamaCompletionRequest): GenerationSource {
 export async function serveLlamaCompletion(body: LlamaCompletionRequest, context: GenerationContext): Promise<void> {
     const {maxTokens, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop, ignoreEos} = body;
     const params = {maxTokens, clampToContext: true, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop,
-        ignoreEos, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs};
+        ignoreEos, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs, logprobs: body.probs};
     await runEngineRequest(context, sourceOf(body), params, fields, async (handle) => {
         if (body.stream)
             await stream(body, handle, context);
@@ -58,7 +62,30 @@ function stopTypeOf(result: RequestResult): LlamaStopType {
     return result.stopString !== undefined ? "word" : "eos";
 }
 
-function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: string, model: string): LlamaCompletionAnswer {
+const utf8 = (text: string): number[] => [...Buffer.from(text, "utf8")];
+
+/**
+ * llama-server's `completion_probabilities` for generated tokens' log-probabilities (TokenLogprob, which carry their
+ * token ids): `logprob` and `top_logprobs`, or with `post_sampling_probs` `prob` and `top_probs`.
+ */
+function completionProbabilities(body: LlamaCompletionRequest, logprobs: readonly TokenLogprob[]): LlamaCompletionProbability[] {
+    const entry = (token: string, logprob: number, id: number | undefined): LlamaTokenProbability =>
+        ({id: id ?? -1, token, bytes: utf8(token), ...body.postSamplingProbs === true ? {prob: Math.exp(logprob)} : {logprob}});
+    return logprobs.map((generated) => {
+        const top = generated.top.map((other) => entry(other.token, other.logprob, other.id));
+        return {...entry(generated.token, generated.logprob, generated.id),
+            ...body.postSamplingProbs === true ? {top_probs: top} : {top_logprobs: top}};
+    });
+}
+
+/** The `completion_probabilities` field when the request asked for them (`n_probs`). */
+type ProbabilitiesField = {completion_probabilities?: LlamaCompletionProbability[]};
+function probabilitiesField(body: LlamaCompletionRequest, logprobs: readonly TokenLogprob[] | undefined): ProbabilitiesField {
+    return body.probs !== undefined && logprobs !== undefined ? {completion_probabilities: completionProbabilities(body, logprobs)} : {};
+}
+
+function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: string, model: string,
+                  logprobs?: readonly TokenLogprob[]): LlamaCompletionAnswer {
     return {
         index: 0, content, tokens: [], id_slot: slotId, stop: true, model,
         tokens_predicted: result.generatedTokens, tokens_evaluated: result.promptTokens,
@@ -70,7 +97,8 @@ function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: 
             : typeof body.prompt === "string" ? body.prompt : "",
         has_new_line: result.text.includes("\n"), truncated: false, stop_type: stopTypeOf(result), stopping_word: result.stopString ?? "",
         // What the sequence's KV cache holds after it: every token but the last one sampled (or the prompt's last, when none was).
-        tokens_cached: Math.max(0, result.promptTokens + result.generatedTokens - 1), timings: timingsOf(result)
+        tokens_cached: Math.max(0, result.promptTokens + result.generatedTokens - 1), timings: timingsOf(result),
+        ...probabilitiesField(body, logprobs)
     };
 }
 
@@ -81,7 +109,7 @@ async function respondWhole(body: LlamaCompletionRequest, handle: RequestHandle,
         return;
     if (result.reason === "error" || result.reason === "abort")
         throw refusal(result, client, fields);
-    const text = JSON.stringify(answerOf(body, result, result.text, modelId));
+    const text = JSON.stringify(answerOf(body, result, result.text, modelId, result.logprobs));
     response.writeHead(200, {"Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(text)});
     response.end(text);
 }
@@ -92,9 +120,9 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {clie
     const promptTokens = handle.promptTokens ?? 0;
     for await (const piece of handle) {
         predicted += piece.tokens;
-        if (piece.text !== "")
+        if (piece.text !== "" || (body.probs !== undefined && piece.logprobs !== undefined))
             send({index: 0, content: piece.text, tokens: [], stop: false, id_slot: slotId, tokens_predicted: predicted,
-                tokens_evaluated: promptTokens} satisfies LlamaCompletionChunk);
+                tokens_evaluated: promptTokens, ...probabilitiesField(body, piece.logprobs)} satisfies LlamaCompletionChunk);
     }
     const result = await handle.done;
     if (response.destroyed)

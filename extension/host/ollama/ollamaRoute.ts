@@ -80,7 +80,8 @@ function doneFields(result: RequestResult): OllamaDoneFields {
 }
 
 function logprobsOf(logprobs: readonly TokenLogprob[]): OllamaLogprob[] {
-    return logprobs.map(({token, logprob, top}) => ({token, logprob, ...top.length > 0 ? {top_logprobs: top} : {}}));
+    return logprobs.map(({token, logprob, top}) => ({token, logprob,
+        ...top.length > 0 ? {top_logprobs: top.map((other) => ({token: other.token, logprob: other.logprob}))} : {}}));
 }
 
 /** The result's tool calls with their arguments as objects (the engine's calls carry JSON text of an object). */
