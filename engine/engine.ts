@@ -96,11 +96,14 @@ type ActiveRequest = {
     promptScored: boolean,
     /** Code completion's limits on lines (GenerateRequest.minIndent, maxGenerationMs), when asked for. */
     lineLimits: LineLimits | undefined,
-    /** Text, token times and log-probabilities produced since the last flush. */
+    /** Whether token ids go out with the tokens (GenerateRequest.returnTokenIds). */
+    returnTokenIds: boolean,
+    /** Text, token times, log-probabilities and ids (`returnTokenIds`) produced since the last flush. */
     pendingText: string,
     pendingReasoning: string,
     pendingTimes: number[],
-    pendingLogprobs: TokenLogprob[]
+    pendingLogprobs: TokenLogprob[],
+    pendingIds: number[]
 };
 
 const defaultTemperature = 0.8;
@@ -352,10 +355,12 @@ export class Engine {
             promptScored: false,
             lineLimits: request.minIndent !== undefined || request.maxGenerationMs !== undefined
                 ? new LineLimits(request.minIndent ?? 0, request.maxGenerationMs ?? 0) : undefined,
+            returnTokenIds: request.returnTokenIds === true,
             pendingText: "",
             pendingReasoning: "",
             pendingTimes: [],
-            pendingLogprobs: []
+            pendingLogprobs: [],
+            pendingIds: []
         };
         this.requests.set(active.id, active);
         if (this.disposed)
@@ -443,7 +448,8 @@ export class Engine {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
                 error instanceof PromptInputError ? "invalid_request" : "engine_error");
         }
-        this.emit({kind: "inputProcessed", id: active.id, t: nowMs(), promptTokens: active.promptTokens.length});
+        this.emit({kind: "inputProcessed", id: active.id, t: nowMs(), promptTokens: active.promptTokens.length,
+            ...(active.returnTokenIds ? {promptTokenIds: [...active.promptTokens]} : {})});
         if (active.stop === "cancel")
             return this.finish(active, "abort");
         if (active.promptTokens.length === 0)
@@ -825,6 +831,8 @@ export class Engine {
         this.addOutput(request, limits === undefined ? text : limits.push(text), true);
         limits?.timeUp(text, t);
         request.pendingTimes.push(t);
+        if (request.returnTokenIds)
+            request.pendingIds.push(token);
         if (request.logprobs !== undefined)
             request.pendingLogprobs.push(tokenLogprob(this.loaded.model, token, probabilities, request.logprobs, this.pieceContext()));
         this.pendingTokenRequests.add(request);
@@ -895,8 +903,10 @@ export class Engine {
         this.pendingTokenRequests.delete(request);
         this.pendingEvents.push({kind: "tokens", id: request.id, text: request.pendingText,
             ...(request.pendingReasoning !== "" ? {reasoning: request.pendingReasoning} : {}), times: request.pendingTimes,
-            ...(request.logprobs !== undefined ? {logprobs: request.pendingLogprobs} : {})});
+            ...(request.logprobs !== undefined ? {logprobs: request.pendingLogprobs} : {}),
+            ...(request.returnTokenIds ? {ids: request.pendingIds} : {})});
         request.pendingLogprobs = [];
+        request.pendingIds = [];
         request.pendingText = "";
         request.pendingReasoning = "";
         request.pendingTimes = [];

@@ -109,6 +109,11 @@ export type GenerateRequest = {
      * event before the first generated token. Such a prompt is evaluated from its first token (no prefix-cache reuse).
      */
     promptLogprobs?: number,
+    /**
+     * Report token ids: the prompt's as evaluated (its rendering, tokenized; `inputProcessed` event's `promptTokenIds`)
+     * and each generated token's (`tokens` events' `ids`), as vLLM's `return_token_ids` and llama.cpp's `return_tokens`.
+     */
+    returnTokenIds?: boolean,
     seed?: number,
     /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
     stop?: string[],
@@ -306,7 +311,8 @@ export type EngineInfo = {
 };
 
 export type RequestEvent =
-    | {kind: "inputProcessed", id: string, t: number, promptTokens: number}
+    /** The request's input is tokenized and fits; `promptTokenIds` with GenerateRequest.returnTokenIds. */
+    | {kind: "inputProcessed", id: string, t: number, promptTokens: number, promptTokenIds?: number[]}
     | {kind: "queued", id: string, t: number}
     /**
      * First put on a sequence. `cachedTokens`: leading prompt tokens already in that sequence's KV cache
@@ -318,9 +324,10 @@ export type RequestEvent =
     /**
      * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
      * stable text; `reasoning` the part of it that is the model's reasoning (`separateReasoning`), not in `text`;
-     * `logprobs[i]` token i's log-probability, for a request that asked for them.
+     * `logprobs[i]` token i's log-probability, for a request that asked for them; `ids[i]` its id, for one that asked
+     * for ids (GenerateRequest.returnTokenIds).
      */
-    | {kind: "tokens", id: string, text: string, reasoning?: string, times: number[], logprobs?: TokenLogprob[]}
+    | {kind: "tokens", id: string, text: string, reasoning?: string, times: number[], logprobs?: TokenLogprob[], ids?: number[]}
     | {kind: "preempted", id: string, t: number}
     /**
      * A scored prompt (GenerateRequest.promptLogprobs), when its evaluation ended: `first` is its first token's text
@@ -469,6 +476,7 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (logprobs !== undefined) request.logprobs = logprobs;
     const promptLogprobs = optionalInteger(obj, "promptLogprobs", what);
     if (promptLogprobs !== undefined) request.promptLogprobs = promptLogprobs;
+    if (optionalBoolean(obj, "returnTokenIds", what) === true) request.returnTokenIds = true;
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");
         const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");
@@ -612,6 +620,14 @@ function parseTokenLogprob(value: unknown): TokenLogprob {
         top: expectArray(obj, "top", what, maxTopLogprobs).map(parseTopLogprob), ...id !== undefined ? {id} : {}, ...rank !== undefined ? {rank} : {}};
 }
 
+/** Token ids: non-negative integers. */
+function tokenIdArray(obj: JsonObject, key: string, what: string): number[] {
+    const ids = expectNumberArray(obj, key, what);
+    if (!ids.every((id) => Number.isInteger(id) && id >= 0))
+        throw new ProtocolError(`${what}.${key}: expected token ids (non-negative integers)`);
+    return ids;
+}
+
 const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "promptLogprobs", "finished"];
 
 function parseRequestEvent(value: unknown): RequestEvent {
@@ -631,9 +647,24 @@ function parseRequestEvent(value: unknown): RequestEvent {
                     throw new ProtocolError(`event.logprobs: ${logprobs.length} entries for ${times.length} tokens`);
                 event.logprobs = logprobs;
             }
+            if (obj.ids !== undefined) {
+                const ids = tokenIdArray(obj, "ids", what);
+                if (ids.length !== times.length)
+                    throw new ProtocolError(`event.ids: ${ids.length} ids for ${times.length} tokens`);
+                event.ids = ids;
+            }
             return event;
         }
-        case "inputProcessed": return {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
+        case "inputProcessed": {
+            const event: RequestEvent = {kind, id, t: expectNumber(obj, "t", what), promptTokens: expectInteger(obj, "promptTokens", what)};
+            if (obj.promptTokenIds !== undefined) {
+                const ids = tokenIdArray(obj, "promptTokenIds", what);
+                if (ids.length !== event.promptTokens)
+                    throw new ProtocolError(`event.promptTokenIds: ${ids.length} ids for ${event.promptTokens} prompt tokens`);
+                event.promptTokenIds = ids;
+            }
+            return event;
+        }
         case "promptLogprobs": return {kind, id, t: expectNumber(obj, "t", what), first: expectString(obj, "first", what, 1000),
             logprobs: expectArray(obj, "logprobs", what).map(parseTokenLogprob)};
         case "scheduled": {

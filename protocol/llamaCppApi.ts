@@ -11,7 +11,8 @@
  * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent` and
  * `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
  * prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`, `typical_p`, `xtc_*`,
- * `dry_*`, `timings_per_token`) are ignored. `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
+ * `dry_*`, `timings_per_token`) are ignored. `return_tokens` fills a whole answer's `tokens` with the generated ids (a
+ * stream's pieces carry theirs always, as llama-server's). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
  * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
@@ -40,6 +41,8 @@ export type LlamaCompletionRequest = {
     ignoreEos: boolean,
     minIndent?: number,
     maxGenerationMs?: number,
+    /** `return_tokens`: a whole answer's `tokens` are the generated token ids (a stream's pieces always carry theirs). */
+    returnTokens?: boolean,
     /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
     probs?: number,
     /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
@@ -164,6 +167,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.responseFormat = schemaFormat(body.json_schema, "json_schema");
     } else if (constraint !== undefined)
         request.responseFormat = constraint.format;
+    if (optionalBooleanField(body, "return_tokens") === true)
+        request.returnTokens = true;
     if (nProbs !== undefined && nProbs > 0) {
         request.probs = nProbs;
         request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;

@@ -39,6 +39,8 @@ export type SamplingParams = EngineSampling & {
     model?: string,
     /** Choices to generate (OpenAI's `n`): one engine request each, for the same prompt. */
     n: number,
+    /** vLLM's `return_token_ids`: the answer carries the prompt's and the output's token ids. */
+    returnTokenIds?: boolean,
     /** vLLM's `prompt_logprobs`: the prompt's tokens scored with this many alternatives each (never with a stream). */
     promptLogprobs?: number
 };
@@ -106,16 +108,22 @@ export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
     /** With vLLM's `prompt_logprobs`: the rendered prompt's (where vLLM puts it in a chat answer). */
     prompt_logprobs?: ApiPromptLogprobs,
+    /** With vLLM's `return_token_ids`: the rendered prompt's token ids (and each choice's `token_ids`, its output's). */
+    prompt_token_ids?: number[],
     choices: Array<{index: number, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
         finish_reason: ApiFinishReason,
-        logprobs: ChatLogprobs | null}>,
+        logprobs: ChatLogprobs | null, token_ids?: number[]}>,
     usage: Usage
 };
 export type ChatCompletionChunk = {
     id: string, object: "chat.completion.chunk", created: number, model: string,
+    /** With `return_token_ids`: in a choice's first chunk. */
+    prompt_token_ids?: number[],
     choices: Array<{
         index: number, delta: {role?: "assistant", content?: string, reasoning_content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
-        finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null
+        finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null,
+        /** With `return_token_ids`: the ids of the tokens generated since the choice's previous chunk. */
+        token_ids?: number[]
     }>,
     usage?: Usage | null
 };
@@ -123,12 +131,16 @@ export type Completion = {
     id: string, object: "text_completion", created: number, model: string,
     choices: Array<{index: number, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null,
         /** With vLLM's `prompt_logprobs`: the choice's prompt's. */
-        prompt_logprobs?: ApiPromptLogprobs}>,
+        prompt_logprobs?: ApiPromptLogprobs,
+        /** With vLLM's `return_token_ids`: the choice's prompt's token ids, and its output's. */
+        prompt_token_ids?: number[], token_ids?: number[]}>,
     usage: Usage
 };
 export type CompletionChunk = {
     id: string, object: "text_completion", created: number, model: string,
-    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null}>,
+    choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null,
+        /** With `return_token_ids`: the prompt's ids in a choice's first chunk; the ids of the tokens since its previous chunk. */
+        prompt_token_ids?: number[], token_ids?: number[]}>,
     usage?: Usage | null
 };
 export type ModelList = {
@@ -196,6 +208,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const promptLogprobs = parsePromptLogprobs(body, stream);
     if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
+    if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
     if (typeof body.model === "string") params.model = body.model;
     return params;
 }

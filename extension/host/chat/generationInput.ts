@@ -19,6 +19,8 @@ export type GenerationParams = {
     logprobs?: number | undefined,
     /** Score the prompt, with this many alternatives per token (GenerateRequest.promptLogprobs). */
     promptLogprobs?: number | undefined,
+    /** Report the prompt's and the generated tokens' ids (GenerateRequest.returnTokenIds). */
+    returnTokenIds?: boolean | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined,
@@ -58,6 +60,7 @@ export function generationInput(
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
         ...(params.logprobs !== undefined ? {logprobs: params.logprobs} : {}),
+        ...(params.returnTokenIds === true ? {returnTokenIds: true} : {}),
         ...(params.promptLogprobs !== undefined ? {promptLogprobs: params.promptLogprobs} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),

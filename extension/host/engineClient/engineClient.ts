@@ -69,7 +69,7 @@ export class EngineClient {
     private readonly observers = new Set<EngineObserver>();
     private readonly handles = new Map<string, RequestHandle>();
     private readonly outputs = new OutputProcessor({
-        onQueued: (id, promptTokens) => this.handles.get(id)?.markQueued(promptTokens),
+        onQueued: (id, promptTokens, promptTokenIds) => this.handles.get(id)?.markQueued(promptTokens, promptTokenIds),
         onPromptLogprobs: (id, scores) => this.handles.get(id)?.setPromptLogprobs(scores),
         onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
         onFinished: (id, result) => {

@@ -6,11 +6,11 @@ import {RequestState, type RequestResult} from "./requestState.js";
  * A piece of one request's streamed text as delivered to the host; `reasoning`, the model's reasoning apart from its
  * answer's `text` (GenerateRequest.separateReasoning); `logprobs`, one per token, when the request asked for them.
  */
-export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[]};
+export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[], ids?: number[]};
 
 export type OutputProcessorHooks = {
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
-    onQueued?: (id: string, promptTokens: number) => void,
+    onQueued?: (id: string, promptTokens: number, promptTokenIds: number[] | undefined) => void,
     /** A scored prompt's log-probabilities (before the request's first chunk). */
     onPromptLogprobs?: (id: string, scores: PromptLogprobs) => void,
     /** A request's new text (called for every tokens event, in order). */
@@ -79,11 +79,12 @@ export class OutputProcessor {
                 this.hooks.onChunk?.(event.id, {text: hostEvent.text,
                     ...hostEvent.reasoning !== undefined ? {reasoning: hostEvent.reasoning} : {},
                     tokens: hostEvent.times.length, deliveredAt: receivedAt,
-                    ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {})});
+                    ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {}),
+                    ...(hostEvent.ids !== undefined ? {ids: hostEvent.ids} : {})});
             else if (hostEvent.kind === "promptLogprobs")
                 this.hooks.onPromptLogprobs?.(event.id, {first: hostEvent.first, logprobs: hostEvent.logprobs});
             else if (hostEvent.kind === "queued")
-                this.hooks.onQueued?.(event.id, state.lifecycle.promptTokens);
+                this.hooks.onQueued?.(event.id, state.lifecycle.promptTokens, state.promptTokenIds);
             else if (hostEvent.kind === "finished")
                 this.end(state);
         }

@@ -18,6 +18,7 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     private ended = false;
     private readonly chunkListeners: Array<(chunk: TextChunk) => void> = [];
     private queuedPromptTokens: number | undefined;
+    private queuedPromptTokenIds: number[] | undefined;
     private scoredPrompt: PromptLogprobs | undefined;
 
     constructor(readonly id: string, private readonly cancelRequest: (id: string) => void) {
@@ -56,9 +57,15 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
         this.scoredPrompt = scores;
     }
 
+    /** The prompt's token ids as evaluated, once queued, for a request that asked for ids (GenerateRequest.returnTokenIds). */
+    get promptTokenIds(): number[] | undefined {
+        return this.queuedPromptTokenIds;
+    }
+
     /** Called by EngineClient when the engine queued the request. */
-    markQueued(promptTokens: number): void {
+    markQueued(promptTokens: number, promptTokenIds?: number[]): void {
         this.queuedPromptTokens = promptTokens;
+        this.queuedPromptTokenIds = promptTokenIds;
         this.resolveQueued(true);
     }
 

@@ -20,6 +20,9 @@ export type RequestResult = RequestLifecycle & {
     deliveries: Delivery[],
     /** Each generated token's log-probability, when the request asked for them. */
     logprobs?: TokenLogprob[],
+    /** The prompt's token ids as evaluated, and each generated token's id, when the request asked for them (returnTokenIds). */
+    promptTokenIds?: number[],
+    tokenIds?: number[],
     /** The prompt's scores, when the request asked for them (GenerateRequest.promptLogprobs). */
     promptLogprobs?: PromptLogprobs,
     /** The tool calls the engine parsed out of the output (not part of `text`), when the request offered tools. */
@@ -61,6 +64,9 @@ export class RequestState {
     readonly tokenTimes: number[] = [];
     readonly deliveries: Delivery[] = [];
     private logprobs: TokenLogprob[] | undefined;
+    /** The prompt's token ids as evaluated, when the request asked for ids (from its `inputProcessed` event). */
+    promptTokenIds: number[] | undefined;
+    private tokenIds: number[] | undefined;
     private promptLogprobs: PromptLogprobs | undefined;
     private toolCalls: GeneratedToolCall[] | undefined;
     private reasoningTokens: number | undefined;
@@ -79,6 +85,8 @@ export class RequestState {
             case "inputProcessed":
                 lifecycle.inputProcessed = event.t;
                 lifecycle.promptTokens = event.promptTokens;
+                if (event.promptTokenIds !== undefined)
+                    this.promptTokenIds = event.promptTokenIds;
                 return;
             case "queued":
                 lifecycle.queued ??= event.t;
@@ -114,6 +122,8 @@ export class RequestState {
                     this.reasoning += event.reasoning;
                 if (event.logprobs !== undefined)
                     (this.logprobs ??= []).push(...event.logprobs);
+                if (event.ids !== undefined)
+                    (this.tokenIds ??= []).push(...event.ids);
                 return;
             case "promptLogprobs":
                 this.promptLogprobs = {first: event.first, logprobs: event.logprobs};
@@ -177,6 +187,8 @@ export class RequestState {
         return {...lifecycle, reason: lifecycle.reason, finished: lifecycle.finished, lastDelivered: lifecycle.lastDelivered,
             text: this.text, tokenTimes: this.tokenTimes, deliveries: this.deliveries,
             ...(this.logprobs !== undefined ? {logprobs: this.logprobs} : {}),
+            ...(this.promptTokenIds !== undefined ? {promptTokenIds: this.promptTokenIds} : {}),
+            ...(this.promptTokenIds !== undefined || this.tokenIds !== undefined ? {tokenIds: this.tokenIds ?? []} : {}),
             ...(this.promptLogprobs !== undefined ? {promptLogprobs: this.promptLogprobs} : {}),
             ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
             ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {}),

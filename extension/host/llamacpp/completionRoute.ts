@@ -29,7 +29,9 @@ function sourceOf(body: LlamaCompletionRequest): GenerationSource {
 export async function serveLlamaCompletion(body: LlamaCompletionRequest, context: GenerationContext): Promise<void> {
     const {maxTokens, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop, ignoreEos} = body;
     const params = {maxTokens, clampToContext: true, temperature, topK, topP, minP, seed, penalties, logitBias, responseFormat, stop,
-        ignoreEos, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs, logprobs: body.probs};
+        ignoreEos, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs, logprobs: body.probs,
+        // llama-server's streamed pieces always carry their token ids; a whole answer with `return_tokens`.
+        returnTokenIds: body.stream || body.returnTokens === true};
     await runEngineRequest(context, sourceOf(body), params, fields, async (handle) => {
         if (body.stream)
             await stream(body, handle, context);
@@ -87,7 +89,8 @@ function probabilitiesField(body: LlamaCompletionRequest, logprobs: readonly Tok
 function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: string, model: string,
                   logprobs?: readonly TokenLogprob[]): LlamaCompletionAnswer {
     return {
-        index: 0, content, tokens: [], id_slot: slotId, stop: true, model,
+        // A stream's last event has no tokens: they went in the pieces, as llama-server's.
+        index: 0, content, tokens: body.stream ? [] : result.tokenIds ?? [], id_slot: slotId, stop: true, model,
         tokens_predicted: result.generatedTokens, tokens_evaluated: result.promptTokens,
         generation_settings: {n_predict: body.maxTokens ?? -1, ...body.temperature !== undefined ? {temperature: body.temperature} : {},
             ...body.topK !== undefined ? {top_k: body.topK} : {}, ...body.topP !== undefined ? {top_p: body.topP} : {},
@@ -118,11 +121,16 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {clie
     const send = openEventStream(response);
     let predicted = 0;
     const promptTokens = handle.promptTokens ?? 0;
+    // Ids of tokens whose text is held back (an incomplete character, a possible stop string) go with the next piece sent.
+    let pendingIds: number[] = [];
     for await (const piece of handle) {
         predicted += piece.tokens;
-        if (piece.text !== "" || (body.probs !== undefined && piece.logprobs !== undefined))
-            send({index: 0, content: piece.text, tokens: [], stop: false, id_slot: slotId, tokens_predicted: predicted,
+        pendingIds.push(...piece.ids ?? []);
+        if (piece.text !== "" || (body.probs !== undefined && piece.logprobs !== undefined)) {
+            send({index: 0, content: piece.text, tokens: pendingIds, stop: false, id_slot: slotId, tokens_predicted: predicted,
                 tokens_evaluated: promptTokens, ...probabilitiesField(body, piece.logprobs)} satisfies LlamaCompletionChunk);
+            pendingIds = [];
+        }
     }
     const result = await handle.done;
     if (response.destroyed)
@@ -133,6 +141,6 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {clie
         send({error: {code: error.status, message: error.message, type: error.type}});
     } else
         // The last event carries the totals, its content empty (the text went in the pieces), as llama-server's.
-        send(answerOf(body, result, "", modelId));
+        send({...answerOf(body, result, "", modelId), tokens: pendingIds});
     response.end();
 }

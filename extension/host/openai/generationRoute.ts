@@ -98,7 +98,8 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
             created: Math.floor(Date.now() / 1000),
             model: context.modelId
         };
-        const answer: Answer = {kind, ids, n: params.n, echoes, logprobs: params.logprobs, promptLogprobs: params.promptLogprobs};
+        const answer: Answer = {kind, ids, n: params.n, echoes, logprobs: params.logprobs, promptLogprobs: params.promptLogprobs,
+            returnTokenIds: params.returnTokenIds === true};
         if (params.stream)
             await stream(answer, params.includeUsage, handles, response);
         else
@@ -112,7 +113,9 @@ type ResponseIds = {id: string, created: number, model: string};
  * `promptLogprobs`, the alternatives per token the request asked for (SamplingParams).
  */
 type Answer = {
-    kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[], logprobs: number | undefined, promptLogprobs: number | undefined
+    kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[], logprobs: number | undefined, promptLogprobs: number | undefined,
+    /** vLLM's `return_token_ids`. */
+    returnTokenIds: boolean
 };
 
 /**
@@ -157,7 +160,7 @@ function chatChoice(result: RequestResult, index: number, echo = ""): ChatComple
     return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
 }
 
-async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs}: Answer, results: readonly RequestResult[],
+async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs, returnTokenIds}: Answer, results: readonly RequestResult[],
                             client: EngineClient, fields: RefusalFields, response: http.ServerResponse): Promise<void> {
     if (results.some((result) => result.reason === "abort") && response.destroyed)
         return;
@@ -168,9 +171,13 @@ async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs}: An
     const scored = (result: RequestResult | undefined): {prompt_logprobs?: ApiPromptLogprobs} =>
         promptLogprobs !== undefined && result?.promptLogprobs !== undefined
             ? {prompt_logprobs: vllmPromptLogprobs(result.promptLogprobs, promptLogprobs)} : {};
+    // vLLM's return_token_ids: a chat answer's prompt ids once, each completion choice its prompt's; every choice its output's.
+    const outputIds = (result: RequestResult): {token_ids?: number[]} => returnTokenIds ? {token_ids: result.tokenIds ?? []} : {};
+    const promptIds = (result: RequestResult | undefined): {prompt_token_ids?: number[]} =>
+        returnTokenIds && result?.promptTokenIds !== undefined ? {prompt_token_ids: result.promptTokenIds} : {};
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", ...scored(results[0]), usage: usageOf(results, n),
-            choices: results.map((result, index) => chatChoice(result, index, echoes[0]))}
+        ? {...ids, object: "chat.completion", ...scored(results[0]), ...promptIds(results[0]), usage: usageOf(results, n),
+            choices: results.map((result, index) => ({...chatChoice(result, index, echoes[0]), ...outputIds(result)}))}
         : {...ids, object: "text_completion", usage: usageOf(results, n),
             choices: results.map((result, index) => {
                 const echo: string | undefined = echoes[Math.floor(index / n)];
@@ -178,7 +185,8 @@ async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs}: An
                     ? withTop(result.promptLogprobs, logprobs) : undefined;
                 return {index, text: (echo ?? "") + result.text, finish_reason: finishReason(result),
                     logprobs: result.logprobs !== undefined || echoScores !== undefined
-                        ? completionLogprobs(result.logprobs ?? [], 0, echoScores) : null, ...scored(result)};
+                        ? completionLogprobs(result.logprobs ?? [], 0, echoScores) : null, ...scored(result), ...promptIds(result),
+                    ...outputIds(result)};
             })};
     const text = JSON.stringify(body);
     response.writeHead(200, {"Content-Type": "application/json", "Content-Length": Buffer.byteLength(text)});
@@ -209,10 +217,27 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
  * Streams the choices (one handle each), their chunks interleaved as they come, each marked with its choice's index;
  * with `echo`, a choice's first chunk is its prompt (with the prompt's log-probabilities when scored).
  */
-async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, handles: readonly RequestHandle[],
+async function stream({kind, ids, n, echoes, returnTokenIds}: Answer, includeUsage: boolean, handles: readonly RequestHandle[],
                       response: http.ServerResponse): Promise<void> {
-    const send = openEventStream(response);
+    const openSend = openEventStream(response);
     const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
+        // vLLM's return_token_ids: the prompt's ids in the choice's first chunk, each chunk the ids of the tokens since the last one
+        // (a token whose text is held back goes with the next chunk sent).
+        let promptIds = returnTokenIds ? handle.promptTokenIds ?? [] : undefined;
+        let pendingIds: number[] = [];
+        const send = (event: ChatCompletionChunk | CompletionChunk): void => {
+            if (returnTokenIds && event.choices.length === 1) {
+                const first = event.choices[0]!;
+                if (kind === "chat" && promptIds !== undefined)
+                    (event as ChatCompletionChunk).prompt_token_ids = promptIds;
+                else if (kind === "completions" && promptIds !== undefined)
+                    (first as CompletionChunk["choices"][number]).prompt_token_ids = promptIds;
+                promptIds = undefined;
+                first.token_ids = pendingIds;
+                pendingIds = [];
+            }
+            openSend(event);
+        };
         if (kind === "chat")
             send(chunk(kind, ids, index, undefined, null, true));
         let offset = 0;
@@ -234,12 +259,14 @@ async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, han
         };
         for await (const piece of handle) {
             sendEcho();
+            if (piece.ids !== undefined)
+                pendingIds.push(...piece.ids);
             // A token whose text is still held back (an incomplete character, a possible stop string) still has its log-probability.
             const logprobs = piece.logprobs !== undefined && piece.logprobs.length > 0 ? {entries: piece.logprobs, offset} : undefined;
             // Reasoning streams as llama.cpp's server streams it: `reasoning_content` deltas, before the content that follows it.
             if (kind === "chat" && piece.reasoning !== undefined && piece.reasoning !== "")
                 send(reasoningChunk(ids, index, piece.reasoning, piece.text === "" ? logprobs : undefined));
-            if (piece.text !== "" || (logprobs !== undefined && (piece.reasoning ?? "") === ""))
+            if (piece.text !== "" || (logprobs !== undefined && (piece.reasoning ?? "") === "") || pendingIds.length > 0)
                 send(chunk(kind, ids, index, piece.text, null, false, logprobs));
             for (const entry of piece.logprobs ?? [])
                 offset += entry.token.length;
@@ -263,9 +290,9 @@ async function stream({kind, ids, n, echoes}: Answer, includeUsage: boolean, han
     if (failed !== undefined) {
         const message = failed.error ?? "the request was cancelled";
         const code = failed.reason === "abort" ? "cancelled" : "engine_error";
-        send(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
+        openSend(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
     } else if (includeUsage)
-        send({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results, n)});
+        openSend({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results, n)});
     response.end("data: [DONE]\n\n");
 }
 
