@@ -81,6 +81,9 @@ type ActiveRequest = {
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
     stopStrings: StopStringMatcher,
+    /** GenerateRequest.stopTokenIds (undefined: none) and minTokens (0: none). */
+    stopTokenIds: ReadonlySet<number> | undefined,
+    minTokens: number,
     /** For a request offering tools: separates the answer's text from its tool calls. */
     toolCalls: ToolCallExtractor | undefined,
     /** For a chat request whose reasoning is separated (GenerateRequest.separateReasoning): reasoning vs answer. */
@@ -141,6 +144,8 @@ export class Engine {
      * which bounds the wait for samples in flight (long) or for a prompt submitted later (short).
      */
     private heldFlush: {timer: NodeJS.Timeout, forSamples: boolean} | undefined;
+    /** The vocabulary's end-of-generation tokens, once a request needed them (endOfGenerationTokens). */
+    private endTokens: Token[] | undefined;
     private disposed = false;
     private pieceContextTokens: Token[] | undefined;
     private vramTimer: NodeJS.Timeout | undefined;
@@ -345,7 +350,9 @@ export class Engine {
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined && request.responseFormat.type !== "grammar"
-                ? [jsonGrammarStop] : []]),
+                ? [jsonGrammarStop] : []], request.includeStopString === true),
+            stopTokenIds: request.stopTokenIds !== undefined && request.stopTokenIds.length > 0 ? new Set(request.stopTokenIds) : undefined,
+            minTokens: request.minTokens ?? 0,
             toolCalls: undefined,
             reasoning: undefined,
             answerStart: undefined,
@@ -371,7 +378,7 @@ export class Engine {
         if (invalid !== undefined)
             return this.finish(active, "error", invalid, "invalid_request");
         active.sampling = extraSampling(request, this.loaded.model, this.loaded.TokenBias, this.loaded.context.contextSize,
-            () => ({prompt: active.promptTokens, generated: active.generated}));
+            () => ({prompt: active.promptTokens, generated: active.generated}), () => this.endOfGenerationTokens());
         // Refused before its prompt is even tokenized: a full queue costs the engine next to nothing.
         if (this.queue.length >= this.maxWaiting && !this.slots.some((slot) => slot.request === undefined))
             return this.finish(active, "error",
@@ -436,6 +443,21 @@ export class Engine {
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
         this.enqueue(active, request);
+    }
+
+    /**
+     * The vocabulary's end-of-generation tokens (what vLLM's `min_tokens` bans), found once: every token id llama.cpp calls
+     * one (EOS, EOT, and the others some models have), or the named ones when the vocabulary's size is unknown.
+     */
+    private endOfGenerationTokens(): readonly Token[] {
+        if (this.endTokens === undefined) {
+            const model = this.loaded.model;
+            const size = this.loaded.info.model.vocabularySize;
+            const candidates = size !== undefined ? Array.from({length: size}, (_, id) => id as Token)
+                : [model.tokens.eos, model.tokens.eot].filter((token): token is Token => token !== null);
+            this.endTokens = candidates.filter((token) => model.isEogToken(token));
+        }
+        return this.endTokens;
     }
 
     /** Tokenizes an accepted request's input and queues it. */
@@ -767,6 +789,10 @@ export class Engine {
                         reason = "stop";
                         break;
                     }
+                    if (request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens) {
+                        reason = "stop";
+                        break;
+                    }
                     if (request.stop === "preempt")
                         break;
                     const stepDone = this.barrier.arrive(member);
@@ -826,7 +852,7 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        const text = request.stopStrings.push(request.detokenizer.push(token));
+        const text = request.stopStrings.push(request.detokenizer.push(token), request.generated.length >= request.minTokens);
         const limits = request.lineLimits;
         this.addOutput(request, limits === undefined ? text : limits.push(text), true);
         limits?.timeUp(text, t);

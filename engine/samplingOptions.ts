@@ -12,7 +12,8 @@ import type {LlamaModel, SequenceEvaluateOptions, Token, TokenBiasClass} from ".
 /** What a request adds to node-llama-cpp's evaluate options (the grammar: engine/responseGrammar.ts). */
 export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState">;
 
-type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias">;
+type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias" | "stopTokenIds" | "minTokens" |
+    "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
 
 /** Why these fields cannot be used with a model of `vocabularySize` tokens (undefined: unknown), or undefined when they can. */
 export function invalidSampling(request: SamplingFields, vocabularySize: number | undefined): string | undefined {
@@ -38,6 +39,15 @@ export function invalidSampling(request: SamplingFields, vocabularySize: number 
         if (!(Math.abs(bias) <= maxLogitBias))
             return `logitBias: the bias of token ${token} must be in [−${maxLogitBias}, ${maxLogitBias}], got ${bias}`;
     }
+    for (const token of request.stopTokenIds ?? [])
+        if (vocabularySize !== undefined && token >= vocabularySize)
+            return `stopTokenIds: token ${token} is not in the model's vocabulary (ids 0 to ${vocabularySize - 1})`;
+    const minTokens = request.minTokens ?? 0;
+    if (request.maxTokens !== undefined && minTokens > request.maxTokens)
+        return `minTokens (${minTokens}) must not exceed maxTokens (${request.maxTokens})`;
+    // A complete grammar allows only the end of generation, which minTokens bans: no token would be left to sample.
+    if (minTokens > 0 && (request.responseFormat !== undefined || (request.toolChoice !== undefined && request.toolChoice !== "auto")))
+        return "minTokens cannot be used with a grammar (a response format or a forced tool call): it would ban the end the grammar leaves";
     return undefined;
 }
 
@@ -61,7 +71,8 @@ export function lastTokens(prompt: readonly Token[], generated: readonly Token[]
  * request's prompt and output so far, read at each token (the penalties' window slides with it).
  */
 export function extraSampling(request: SamplingFields, model: LlamaModel, TokenBias: TokenBiasClass, contextTokens: number,
-                              history: () => {prompt: readonly Token[], generated: readonly Token[]}): ExtraSampling {
+                              history: () => {prompt: readonly Token[], generated: readonly Token[]},
+                              endTokens: () => readonly Token[]): ExtraSampling {
     const options: ExtraSampling = {};
     if (request.topK !== undefined)
         options.topK = request.topK;
@@ -88,6 +99,18 @@ export function extraSampling(request: SamplingFields, model: LlamaModel, TokenB
         for (const entry of request.logitBias)
             biases.set(entry.token as Token, entry.bias);
         options.tokenBias = bias;
+    }
+    const minTokens = request.minTokens ?? 0;
+    if (minTokens > 0) {
+        // Until minTokens are generated, the end-of-generation tokens and the stop tokens are banned (vLLM's min_tokens).
+        const open = options.tokenBias instanceof TokenBias ? options.tokenBias : new TokenBias(model.tokenizer);
+        const banned = new TokenBias(model.tokenizer);
+        const bans = biasesOf(banned);
+        for (const [token, value] of biasesOf(open))
+            bans.set(token, value);
+        for (const token of [...endTokens(), ...request.stopTokenIds ?? []])
+            bans.set(token as Token, -Infinity);
+        options.tokenBias = () => history().generated.length < minTokens ? banned : open;
     }
     return options;
 }

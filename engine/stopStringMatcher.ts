@@ -13,7 +13,8 @@ export class StopStringMatcher {
     matched: string | undefined;
     private readonly longest: number;
 
-    constructor(private readonly stops: readonly string[]) {
+    /** `includeStop`: the stop string that ends the output is part of it (vLLM's `include_stop_str_in_output`). */
+    constructor(private readonly stops: readonly string[], private readonly includeStop = false) {
         this.longest = Math.max(0, ...stops.map((stop) => stop.length));
     }
 
@@ -21,19 +22,23 @@ export class StopStringMatcher {
         return this.stopped;
     }
 
-    /** Adds text; returns what may be output now. After a stop string was found, returns "" forever. */
-    push(text: string): string {
+    /**
+     * Adds text; returns what may be output now. After a stop string was found, returns "" forever. `canStop` false: a
+     * stop string in this text is output like any other (before vLLM's `min_tokens`, stop strings do not end the output).
+     */
+    push(text: string, canStop = true): string {
         if (this.stopped)
             return "";
         if (this.stops.length === 0)
             return text;
         const buffer = this.held + text;
-        const cut = earliestIndex(buffer, this.stops);
+        const cut = canStop ? earliestIndex(buffer, this.stops) : -1;
         if (cut !== -1) {
             this.stopped = true;
-            this.matched = this.stops.filter((stop) => buffer.startsWith(stop, cut)).sort((a, b) => b.length - a.length)[0];
+            const matched = this.stops.filter((stop) => buffer.startsWith(stop, cut)).sort((a, b) => b.length - a.length)[0]!;
+            this.matched = matched;
             this.held = "";
-            return buffer.slice(0, cut);
+            return buffer.slice(0, this.includeStop ? cut + matched.length : cut);
         }
         const keep = partialMatchLength(buffer, this.stops, this.longest);
         this.held = buffer.slice(buffer.length - keep);

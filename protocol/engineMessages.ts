@@ -115,8 +115,19 @@ export type GenerateRequest = {
      */
     returnTokenIds?: boolean,
     seed?: number,
-    /** Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output. */
+    /**
+     * Generation ends (reason `stop`) when the output contains one of these; the stop text itself is not output unless
+     * `includeStopString` (vLLM's `include_stop_str_in_output`).
+     */
     stop?: string[],
+    includeStopString?: boolean,
+    /** Generation ends (reason `stop`) after one of these tokens (vLLM's `stop_token_ids`); its text is output, as a token's. */
+    stopTokenIds?: number[],
+    /**
+     * vLLM's `min_tokens`: before this many tokens are generated, end-of-generation tokens and `stopTokenIds` are not sampled
+     * and stop strings do not end the output. Default 0. Not with a grammar (`responseFormat`, a forced tool call).
+     */
+    minTokens?: number,
     /** With `prompt`: fill in the middle between `prompt` and `suffix` (needs the model's FIM tokens). */
     suffix?: string,
     /** With `prompt` and `suffix`: llama.cpp's `/infill` prompt, with the cursor's line and other files' code. */
@@ -200,6 +211,9 @@ export const maxGrammarLength = 65536;
 
 /** `bias` (−100…100) is added to token `token`'s logit; −100 in effect bans it, 100 in effect forces it. */
 export type LogitBias = {token: number, bias: number};
+
+/** The most token ids one request's `stopTokenIds` may list. */
+export const maxStopTokenIds = 256;
 
 /** The most entries one request's `logitBias` may have, and the bound of each bias (OpenAI's: ±100). */
 export const maxLogitBiasEntries = 1024;
@@ -477,6 +491,19 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     const promptLogprobs = optionalInteger(obj, "promptLogprobs", what);
     if (promptLogprobs !== undefined) request.promptLogprobs = promptLogprobs;
     if (optionalBoolean(obj, "returnTokenIds", what) === true) request.returnTokenIds = true;
+    if (optionalBoolean(obj, "includeStopString", what) === true) request.includeStopString = true;
+    if (obj.stopTokenIds !== undefined) {
+        const ids = expectNumberArray(obj, "stopTokenIds", what);
+        if (ids.length > maxStopTokenIds || !ids.every((id) => Number.isInteger(id) && id >= 0))
+            throw new ProtocolError(`${what}.stopTokenIds: expected at most ${maxStopTokenIds} token ids (non-negative integers)`);
+        request.stopTokenIds = ids;
+    }
+    const minTokens = optionalInteger(obj, "minTokens", what);
+    if (minTokens !== undefined) {
+        if (minTokens < 0)
+            throw new ProtocolError(`${what}.minTokens: must be ≥ 0, got ${minTokens}`);
+        request.minTokens = minTokens;
+    }
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");
         const type = expectOneOf(format, "type", responseFormatTypes, "request.responseFormat");

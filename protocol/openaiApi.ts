@@ -12,7 +12,7 @@
  * use (user, …) are ignored, as llama.cpp ignores fields it does not know; fields whose meaning it cannot
  * honour are refused with a 400 naming them.
  */
-import {maxStopLength, maxStopStrings, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
+import {maxStopLength, maxStopStrings, maxStopTokenIds, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
 import {parseLogitBias, parseLogprobs, parsePenalties, parsePromptLogprobs, parseResponseFormat} from "./openaiSampling.js";
 import {parseGrammarConstraint} from "./grammarFields.js";
@@ -41,6 +41,11 @@ export type SamplingParams = EngineSampling & {
     n: number,
     /** vLLM's `return_token_ids`: the answer carries the prompt's and the output's token ids. */
     returnTokenIds?: boolean,
+    /** vLLM's `stop_token_ids`, `min_tokens`, `include_stop_str_in_output`; its `priority` as the engine's (higher first). */
+    stopTokenIds?: number[],
+    minTokens?: number,
+    includeStopString?: boolean,
+    priority?: number,
     /** vLLM's `prompt_logprobs`: the prompt's tokens scored with this many alternatives each (never with a stream). */
     promptLogprobs?: number
 };
@@ -209,7 +214,31 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
+    Object.assign(params, parseVllmStopping(body, maxTokens));
     if (typeof body.model === "string") params.model = body.model;
+    return params;
+}
+
+/**
+ * vLLM's sampling extensions about where an answer ends: `stop_token_ids` (ids ending it), `min_tokens` (before that many,
+ * neither the end of text nor those ids nor stop strings end it), `include_stop_str_in_output`; and `priority` (vLLM's:
+ * lower first, so the engine's is its negation).
+ */
+function parseVllmStopping(body: JsonObject, maxTokens: number | undefined): Partial<SamplingParams> {
+    const params: Partial<SamplingParams> = {};
+    const ids = body.stop_token_ids;
+    if (ids !== undefined && ids !== null) {
+        if (!Array.isArray(ids) || ids.length > maxStopTokenIds || !ids.every((id) => Number.isInteger(id) && (id as number) >= 0))
+            fail("stop_token_ids", `expected an array of at most ${maxStopTokenIds} token ids (non-negative integers)`);
+        if (ids.length > 0) params.stopTokenIds = ids as number[];
+    }
+    const minTokens = optionalNumberField(body, "min_tokens", 0, 1e9, true);
+    if (minTokens !== undefined && maxTokens !== undefined && minTokens > maxTokens)
+        fail("min_tokens", `must not exceed max_tokens (${minTokens} > ${maxTokens})`);
+    if (minTokens !== undefined && minTokens > 0) params.minTokens = minTokens;
+    if (optionalBooleanField(body, "include_stop_str_in_output") === true) params.includeStopString = true;
+    const priority = optionalNumberField(body, "priority", -(2 ** 31), 2 ** 31, true);
+    if (priority !== undefined && priority !== 0) params.priority = -priority;
     return params;
 }
 

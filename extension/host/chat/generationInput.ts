@@ -21,6 +21,11 @@ export type GenerationParams = {
     promptLogprobs?: number | undefined,
     /** Report the prompt's and the generated tokens' ids (GenerateRequest.returnTokenIds). */
     returnTokenIds?: boolean | undefined,
+    /** vLLM's `stop_token_ids`, `min_tokens`, `include_stop_str_in_output` and `priority` (GenerateRequest's). */
+    stopTokenIds?: readonly number[] | undefined,
+    minTokens?: number | undefined,
+    includeStopString?: boolean | undefined,
+    priority?: number | undefined,
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined,
@@ -61,6 +66,10 @@ export function generationInput(
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
         ...(params.logprobs !== undefined ? {logprobs: params.logprobs} : {}),
         ...(params.returnTokenIds === true ? {returnTokenIds: true} : {}),
+        ...(params.stopTokenIds !== undefined && params.stopTokenIds.length > 0 ? {stopTokenIds: [...params.stopTokenIds]} : {}),
+        ...(params.minTokens !== undefined && params.minTokens > 0 ? {minTokens: params.minTokens} : {}),
+        ...(params.includeStopString === true ? {includeStopString: true} : {}),
+        ...(params.priority !== undefined && params.priority !== 0 ? {priority: params.priority} : {}),
         ...(params.promptLogprobs !== undefined ? {promptLogprobs: params.promptLogprobs} : {}),
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),

@@ -92,13 +92,18 @@ function queueFull(message: string): ApiRequestError {
     return new ApiRequestError(message, null, 503, "server_error", "queue_full");
 }
 
+/** The API field of an engine refusal whose message starts with an engine request field's name. */
+const engineFieldParams: ReadonlyArray<readonly [string, string]> = [["grammar:", "grammar"], ["tools:", "tools"], ["toolChoice:", "tool_choice"],
+    ["stopTokenIds:", "stop_token_ids"], ["minTokens", "min_tokens"]];
+
 /** The API error for a request the engine refused or failed. */
 export function refusal(result: RequestResult, client: EngineClient, fields: RefusalFields): ApiRequestError {
     const message = result.error ?? `the request ended with ${result.reason}`;
-    if (result.errorCode === "invalid_request")
-        return new ApiRequestError(message, message.startsWith("responseFormat:") ? fields.responseFormat
-            : message.startsWith("grammar:") ? "grammar" : message.startsWith("tools:") ? "tools" : message.startsWith("toolChoice:") ? "tool_choice"
-                : fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : fields.input ?? null, 400);
+    if (result.errorCode === "invalid_request") {
+        const named = engineFieldParams.find(([prefix]) => message.startsWith(prefix))?.[1];
+        return new ApiRequestError(message, message.startsWith("responseFormat:") ? fields.responseFormat : named
+            ?? (fields.suffix !== undefined && message.includes("suffix") ? fields.suffix : fields.input ?? null), 400);
+    }
     if (result.errorCode === "context_length_exceeded")
         return new ApiRequestError(message, fields.input ?? fields.maxTokens, 400, "invalid_request_error", "context_length_exceeded");
     // The engine's own cap (EngineOptions.maxWaitingRequests): the same 503 + Retry-After as `maxWaiting` here.
