@@ -84,6 +84,8 @@ type ActiveRequest = {
     /** GenerateRequest.stopTokenIds (undefined: none) and minTokens (0: none). */
     stopTokenIds: ReadonlySet<number> | undefined,
     minTokens: number,
+    /** The stop token that ended it. */
+    stoppedBy: number | undefined,
     /** For a request offering tools: separates the answer's text from its tool calls. */
     toolCalls: ToolCallExtractor | undefined,
     /** For a chat request whose reasoning is separated (GenerateRequest.separateReasoning): reasoning vs answer. */
@@ -353,6 +355,7 @@ export class Engine {
                 ? [jsonGrammarStop] : []], request.includeStopString === true),
             stopTokenIds: request.stopTokenIds !== undefined && request.stopTokenIds.length > 0 ? new Set(request.stopTokenIds) : undefined,
             minTokens: request.minTokens ?? 0,
+            stoppedBy: undefined,
             toolCalls: undefined,
             reasoning: undefined,
             answerStart: undefined,
@@ -791,6 +794,7 @@ export class Engine {
                     }
                     if (request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens) {
                         reason = "stop";
+                        request.stoppedBy = token;
                         break;
                     }
                     if (request.stop === "preempt")
@@ -921,6 +925,8 @@ export class Engine {
         const stopString = request.stopStrings.matched;
         if (stopString !== undefined && stopString !== jsonGrammarStop && reason === "stop")
             event.stopString = stopString;
+        if (request.stoppedBy !== undefined && reason === "stop")
+            event.stopTokenId = request.stoppedBy;
         this.emit(event);
     }
 

@@ -351,11 +351,12 @@ export type RequestEvent =
     /**
      * `toolCalls`: the calls parsed out of the output of a request with tools (their text is not in any `tokens` event's text).
      * `reasoningTokens`: of the generated tokens, those of the reasoning, for a request whose reasoning was separated.
-     * `stopString`: the request's stop string that ended it (reason `stop`), when one did.
+     * `stopString`: the request's stop string that ended it (reason `stop`), when one did; `stopTokenId`: the token of its
+     * `stopTokenIds` that did.
      * `embedding`: an embed request's vector (reason `stop`).
      */
     | {kind: "finished", id: string, t: number, reason: FinishReason, promptTokens: number, generatedTokens: number, error?: string, errorCode?: RequestErrorCode,
-        toolCalls?: GeneratedToolCall[], reasoningTokens?: number, stopString?: string, embedding?: number[]};
+        toolCalls?: GeneratedToolCall[], reasoningTokens?: number, stopString?: string, stopTokenId?: number, embedding?: number[]};
 
 /** A tool call as the engine parsed it; the server in front gives it its id. */
 export type GeneratedToolCall = Omit<ToolCall, "id">;
@@ -718,6 +719,8 @@ function parseRequestEvent(value: unknown): RequestEvent {
             if (reasoningTokens !== undefined) event.reasoningTokens = reasoningTokens;
             const stopString = optionalString(obj, "stopString", what);
             if (stopString !== undefined) event.stopString = stopString;
+            const stopTokenId = optionalInteger(obj, "stopTokenId", what);
+            if (stopTokenId !== undefined) event.stopTokenId = stopTokenId;
             if (obj.embedding !== undefined) event.embedding = expectNumberArray(obj, "embedding", what);
             return event;
         }

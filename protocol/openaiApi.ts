@@ -109,6 +109,9 @@ export type ApiPromptTokenLogprob = {logprob: number, rank: number | null, decod
  */
 export type ApiPromptLogprobs = Array<Record<string, ApiPromptTokenLogprob> | null>;
 
+/** vLLM's `stop_reason`: the stop string or the stop token id that ended a choice; null when neither did (the end of text, a limit). */
+export type StopReason = string | number | null;
+
 export type ChatCompletion = {
     id: string, object: "chat.completion", created: number, model: string,
     /** With vLLM's `prompt_logprobs`: the rendered prompt's (where vLLM puts it in a chat answer). */
@@ -117,7 +120,7 @@ export type ChatCompletion = {
     prompt_token_ids?: number[],
     choices: Array<{index: number, message: {role: "assistant", content: string | null, reasoning_content?: string, tool_calls?: ApiToolCall[]},
         finish_reason: ApiFinishReason,
-        logprobs: ChatLogprobs | null, token_ids?: number[]}>,
+        logprobs: ChatLogprobs | null, token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
 export type ChatCompletionChunk = {
@@ -128,7 +131,9 @@ export type ChatCompletionChunk = {
         index: number, delta: {role?: "assistant", content?: string, reasoning_content?: string, tool_calls?: Array<ApiToolCall & {index: number}>},
         finish_reason: ApiFinishReason | null, logprobs: ChatLogprobs | null,
         /** With `return_token_ids`: the ids of the tokens generated since the choice's previous chunk. */
-        token_ids?: number[]
+        token_ids?: number[],
+        /** In the chunk with the finish reason. */
+        stop_reason?: StopReason
     }>,
     usage?: Usage | null
 };
@@ -138,14 +143,14 @@ export type Completion = {
         /** With vLLM's `prompt_logprobs`: the choice's prompt's. */
         prompt_logprobs?: ApiPromptLogprobs,
         /** With vLLM's `return_token_ids`: the choice's prompt's token ids, and its output's. */
-        prompt_token_ids?: number[], token_ids?: number[]}>,
+        prompt_token_ids?: number[], token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
 export type CompletionChunk = {
     id: string, object: "text_completion", created: number, model: string,
     choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null,
         /** With `return_token_ids`: the prompt's ids in a choice's first chunk; the ids of the tokens since its previous chunk. */
-        prompt_token_ids?: number[], token_ids?: number[]}>,
+        prompt_token_ids?: number[], token_ids?: number[], stop_reason?: StopReason}>,
     usage?: Usage | null
 };
 export type ModelList = {

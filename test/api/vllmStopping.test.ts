@@ -1,7 +1,8 @@
 /**
  * vLLM's sampling fields about where an answer ends, through the official `openai` client on a real engine (the tiny
  * model, greedy so each case knows the text it would otherwise write): `stop_token_ids`, `min_tokens` (which keeps the
- * end of text, stop ids and stop strings from ending the answer early), `include_stop_str_in_output`; and their refusals.
+ * end of text, stop ids and stop strings from ending the answer early), `include_stop_str_in_output`, `stop_reason` in the
+ * answer; and their refusals.
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
@@ -9,7 +10,8 @@ import OpenAI from "openai";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 
 type Params = OpenAI.CompletionCreateParamsNonStreaming & Record<string, unknown>;
-type Choice = OpenAI.CompletionChoice & {token_ids?: number[]};
+/** vLLM's fields on a choice (the SDK does not type them). */
+type Choice = OpenAI.CompletionChoice & {token_ids?: number[], stop_reason?: string | number | null};
 
 /** The demo models' end-of-sequence token (llama's `</s>`). */
 const eos = 2;
@@ -29,6 +31,14 @@ describe("vLLM's stop_token_ids, min_tokens, include_stop_str_in_output", () => 
         const {choice} = await complete({ignore_eos: true, stop_token_ids: [greedy[at]!]});
         assert.deepEqual(choice.token_ids, greedy.slice(0, at + 1));
         assert.equal(choice.finish_reason, "stop");
+        assert.equal(choice.stop_reason, greedy[at], "vLLM's stop_reason: the stop token id");
+        const stream = await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 24, temperature: 0,
+            ignore_eos: true, stop_token_ids: [greedy[at]!], stream: true} as OpenAI.CompletionCreateParamsStreaming);
+        let streamedReason: unknown;
+        for await (const chunk of stream)
+            if (chunk.choices[0]?.finish_reason !== null && chunk.choices[0] !== undefined)
+                streamedReason = (chunk.choices[0] as Choice).stop_reason;
+        assert.equal(streamedReason, greedy[at], "in the streamed chunk with the finish reason");
     });
 
     test("min_tokens: the end of text (forced here) and stop ids wait for it; stop strings do not end the answer before it", async () => {
@@ -39,6 +49,7 @@ describe("vLLM's stop_token_ids, min_tokens, include_stop_str_in_output", () => 
         assert.equal(held.choice.token_ids!.at(-1), eos);
         assert.ok(!held.choice.token_ids!.slice(0, 5).includes(eos));
         assert.equal(held.choice.finish_reason, "stop");
+        assert.equal(held.choice.stop_reason, null, "the end of text is no stop string or stop id");
 
         const greedy = await complete({ignore_eos: true});
         const text = greedy.choice.text;
@@ -56,6 +67,7 @@ describe("vLLM's stop_token_ids, min_tokens, include_stop_str_in_output", () => 
         const kept = await complete({ignore_eos: true, stop: [stop], include_stop_str_in_output: true});
         assert.equal(kept.choice.text, text.slice(0, cut + stop.length));
         assert.equal(kept.choice.finish_reason, "stop");
+        assert.equal(kept.choice.stop_reason, stop);
     });
 
     test("refused with a 400 naming the field; priority is taken", async () => {

@@ -29,8 +29,9 @@ export type RequestResult = RequestLifecycle & {
     toolCalls?: GeneratedToolCall[],
     /** The model's reasoning, apart from `text`, and how many of the generated tokens it took (a request whose reasoning was separated). */
     reasoning?: {text: string, tokens: number},
-    /** The request's stop string that ended it, when one did. */
+    /** The request's stop string that ended it, when one did; or the token of its stop ids (GenerateRequest.stopTokenIds). */
     stopString?: string,
+    stopTokenId?: number,
     /** An embed request's vector (as the model pools it, not normalized). */
     embedding?: number[]
 };
@@ -71,6 +72,7 @@ export class RequestState {
     private toolCalls: GeneratedToolCall[] | undefined;
     private reasoningTokens: number | undefined;
     private stopString: string | undefined;
+    private stopTokenId: number | undefined;
     private embedding: number[] | undefined;
 
     constructor(id: string, client: string, arrival: number, priority: number, maxTokens: number) {
@@ -132,6 +134,7 @@ export class RequestState {
                 this.toolCalls = event.toolCalls;
                 this.reasoningTokens = event.reasoningTokens;
                 this.stopString = event.stopString;
+                this.stopTokenId = event.stopTokenId;
                 this.embedding = event.embedding;
                 this.finish({t: event.t, receivedAt, reason: event.reason, promptTokens: event.promptTokens,
                     generatedTokens: event.generatedTokens, ...(event.error !== undefined ? {error: event.error} : {}),
@@ -193,6 +196,7 @@ export class RequestState {
             ...(this.toolCalls !== undefined ? {toolCalls: this.toolCalls} : {}),
             ...(this.reasoningTokens !== undefined ? {reasoning: {text: this.reasoning, tokens: this.reasoningTokens}} : {}),
             ...(this.stopString !== undefined ? {stopString: this.stopString} : {}),
+            ...(this.stopTokenId !== undefined ? {stopTokenId: this.stopTokenId} : {}),
             ...(this.embedding !== undefined ? {embedding: this.embedding} : {})};
     }
 

@@ -15,7 +15,7 @@ import type {
     ApiFinishReason, ApiPromptLogprobs, ApiToolCall, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion,
     CompletionChunk,
     CompletionRequest,
-    SamplingParams, Usage
+    SamplingParams, StopReason, Usage
 } from "../../../protocol/openaiApi.js";
 import {ApiRequestError, apiErrorBody} from "../../../protocol/openaiFields.js";
 import type {PromptLogprobs, TokenLogprob} from "../../../protocol/engineMessages.js";
@@ -157,7 +157,13 @@ function chatChoice(result: RequestResult, index: number, echo = ""): ChatComple
     const message: ChatCompletion["choices"][0]["message"] = toolCalls !== undefined
         ? {role: "assistant", content: text === "" ? null : text, ...reasoning, tool_calls: toolCalls}
         : {role: "assistant", content: text, ...reasoning};
-    return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null};
+    return {index, message, finish_reason: finishReason(result), logprobs: logprobs !== undefined ? chatLogprobs(logprobs) : null,
+        stop_reason: stopReason(result)};
+}
+
+/** vLLM's `stop_reason`: the stop string or stop token id that ended the choice, else null. */
+function stopReason(result: RequestResult): StopReason {
+    return result.stopString ?? result.stopTokenId ?? null;
 }
 
 async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs, returnTokenIds}: Answer, results: readonly RequestResult[],
@@ -183,7 +189,7 @@ async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs, ret
                 const echo: string | undefined = echoes[Math.floor(index / n)];
                 const echoScores = echo !== undefined && logprobs !== undefined && result.promptLogprobs !== undefined
                     ? withTop(result.promptLogprobs, logprobs) : undefined;
-                return {index, text: (echo ?? "") + result.text, finish_reason: finishReason(result),
+                return {index, text: (echo ?? "") + result.text, finish_reason: finishReason(result), stop_reason: stopReason(result),
                     logprobs: result.logprobs !== undefined || echoScores !== undefined
                         ? completionLogprobs(result.logprobs ?? [], 0, echoScores) : null, ...scored(result), ...promptIds(result),
                     ...outputIds(result)};
@@ -280,7 +286,9 @@ async function stream({kind, ids, n, echoes, returnTokenIds}: Answer, includeUsa
         if (kind === "chat" && toolCalls !== undefined)
             send({...ids, object: "chat.completion.chunk", choices: [{index, finish_reason: null, logprobs: null,
                 delta: {tool_calls: toolCalls.map((call, callIndex) => ({index: callIndex, ...call}))}}]} satisfies ChatCompletionChunk);
-        send(chunk(kind, ids, index, kind === "chat" ? undefined : "", finishReason(result)));
+        const last = chunk(kind, ids, index, kind === "chat" ? undefined : "", finishReason(result));
+        last.choices[0]!.stop_reason = stopReason(result);
+        send(last);
         return result;
     };
     const results = await Promise.all(handles.map(choice));
