@@ -14,6 +14,7 @@ import type {RequestResult} from "../engineClient/requestState.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
+import {utf8} from "../openai/logprobsShapes.js";
 
 const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
 
@@ -63,8 +64,6 @@ function stopTypeOf(result: RequestResult): LlamaStopType {
         return "limit";
     return result.stopString !== undefined ? "word" : "eos";
 }
-
-const utf8 = (text: string): number[] => [...Buffer.from(text, "utf8")];
 
 /**
  * llama-server's `completion_probabilities` for generated tokens' log-probabilities (TokenLogprob, which carry their

@@ -6,7 +6,8 @@
 import type {PromptLogprobs, TokenLogprob} from "../../../protocol/engineMessages.js";
 import type {ApiPromptLogprobs, ApiPromptTokenLogprob, ChatLogprobs, CompletionLogprobs} from "../../../protocol/openaiApi.js";
 
-const utf8 = (text: string): number[] => [...Buffer.from(text, "utf8")];
+/** A token's text as the bytes the answers list with it (OpenAI's `bytes`, llama-server's). */
+export const utf8 = (text: string): number[] => [...Buffer.from(text, "utf8")];
 
 export function chatLogprobs(entries: readonly TokenLogprob[]): ChatLogprobs {
     return {content: entries.map((entry) => ({token: entry.token, logprob: entry.logprob, bytes: utf8(entry.token),
