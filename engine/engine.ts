@@ -28,6 +28,7 @@ import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
 import {PromptCache, type SavedPrompt} from "./promptCache.js";
+import {truncatePrompt} from "./promptTruncation.js";
 
 /**
  * How long sampled tokens may wait for a step member whose prompt was submitted after their batch before
@@ -86,6 +87,8 @@ type ActiveRequest = {
     minTokens: number,
     /** The stop token that ended it. */
     stoppedBy: number | undefined,
+    /** Whether the token that ends the answer (the end of text, a stop id) is output (GenerateRequest.includeStopString). */
+    outputsStopToken: boolean,
     /** For a request offering tools: separates the answer's text from its tool calls. */
     toolCalls: ToolCallExtractor | undefined,
     /** For a chat request whose reasoning is separated (GenerateRequest.separateReasoning): reasoning vs answer. */
@@ -350,12 +353,13 @@ export class Engine {
             tailErased: false,
             scheduledOnce: false,
             stop: undefined,
-            detokenizer: new StreamingDetokenizer(this.loaded.model),
+            detokenizer: new StreamingDetokenizer(this.loaded.model, request.outputSpecialTokens === true),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined && request.responseFormat.type !== "grammar"
                 ? [jsonGrammarStop] : []], request.includeStopString === true),
             stopTokenIds: request.stopTokenIds !== undefined && request.stopTokenIds.length > 0 ? new Set(request.stopTokenIds) : undefined,
             minTokens: request.minTokens ?? 0,
             stoppedBy: undefined,
+            outputsStopToken: request.includeStopString === true,
             toolCalls: undefined,
             reasoning: undefined,
             answerStart: undefined,
@@ -465,9 +469,17 @@ export class Engine {
 
     /** Tokenizes an accepted request's input and queues it. */
     private enqueue(active: ActiveRequest, request: GenerateRequest): void {
+        if ((request.truncatePromptTokens ?? 0) > this.sequenceCapacity)
+            return this.finish(active, "error", `truncatePromptTokens (${request.truncatePromptTokens}) is more than this model's ` +
+                `context holds per sequence (${this.sequenceCapacity} tokens)`, "invalid_request");
         try {
             active.promptTokens = renderPrompt(this.loaded.model, request, active.answerStart,
                 {batchSize: this.loaded.context.batchSize, sequenceCapacity: this.sequenceCapacity});
+            if (request.truncatePromptTokens !== undefined) {
+                const bos = request.promptTokens === undefined ? this.loaded.model.tokens.bos ?? undefined : undefined;
+                active.promptTokens = truncatePrompt(active.promptTokens,
+                    request.truncatePromptTokens === -1 ? this.sequenceCapacity : request.truncatePromptTokens, bos);
+            }
             active.detokenizer.follow(active.promptTokens);
         } catch (error) {
             return this.finish(active, "error", `could not process input: ${errorMessage(error)}`,
@@ -856,7 +868,11 @@ export class Engine {
     /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
         request.generated.push(token);
-        const text = request.stopStrings.push(request.detokenizer.push(token), request.generated.length >= request.minTokens);
+        // As vLLM, the token that ends the answer (the end of text, a stop id) is not part of its text unless asked for.
+        const ends = (!request.ignoreEos && this.loaded.model.isEogToken(token)) ||
+            (request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens);
+        const piece = ends && !request.outputsStopToken ? "" : request.detokenizer.push(token);
+        const text = request.stopStrings.push(piece, request.generated.length >= request.minTokens);
         const limits = request.lineLimits;
         this.addOutput(request, limits === undefined ? text : limits.push(text), true);
         limits?.timeUp(text, t);
@@ -1076,6 +1092,11 @@ function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean)
         return `minIndent must be an integer ≥ 0, got ${request.minIndent}`;
     if (request.maxGenerationMs !== undefined && !(request.maxGenerationMs >= 0))
         return `maxGenerationMs must be ≥ 0, got ${request.maxGenerationMs}`;
+    const truncate = request.truncatePromptTokens;
+    if (truncate !== undefined && !(Number.isInteger(truncate) && (truncate >= 1 || truncate === -1)))
+        return `truncatePromptTokens must be an integer ≥ 1, or −1; got ${truncate}`;
+    if (truncate !== undefined && request.suffix !== undefined)
+        return "truncatePromptTokens cannot be used with suffix (fill in the middle): it would cut the FIM markers";
     const promptLogprobs = request.promptLogprobs;
     if (promptLogprobs !== undefined && !(Number.isInteger(promptLogprobs) && promptLogprobs >= 0 && promptLogprobs <= maxTopLogprobs))
         return `promptLogprobs must be an integer from 0 to ${maxTopLogprobs}, got ${promptLogprobs}`;

@@ -8,12 +8,13 @@ import {
     defaultPenaltyLastTokens, maxAdditivePenalty, maxLogitBias, type GenerateRequest, type SamplingPenalties
 } from "../protocol/engineMessages.js";
 import type {LlamaModel, SequenceEvaluateOptions, Token, TokenBiasClass} from "./llamaTypes.js";
+import {BadWords} from "./badWords.js";
 
 /** What a request adds to node-llama-cpp's evaluate options (the grammar: engine/responseGrammar.ts). */
 export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState">;
 
 type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias" | "stopTokenIds" | "minTokens" |
-    "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
+    "badWords" | "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
 
 /** Why these fields cannot be used with a model of `vocabularySize` tokens (undefined: unknown), or undefined when they can. */
 export function invalidSampling(request: SamplingFields, vocabularySize: number | undefined): string | undefined {
@@ -101,18 +102,42 @@ export function extraSampling(request: SamplingFields, model: LlamaModel, TokenB
         options.tokenBias = bias;
     }
     const minTokens = request.minTokens ?? 0;
-    if (minTokens > 0) {
-        // Until minTokens are generated, the end-of-generation tokens and the stop tokens are banned (vLLM's min_tokens).
-        const open = options.tokenBias instanceof TokenBias ? options.tokenBias : new TokenBias(model.tokenizer);
-        const banned = new TokenBias(model.tokenizer);
-        const bans = biasesOf(banned);
-        for (const [token, value] of biasesOf(open))
-            bans.set(token, value);
-        for (const token of [...endTokens(), ...request.stopTokenIds ?? []])
-            bans.set(token as Token, -Infinity);
-        options.tokenBias = () => history().generated.length < minTokens ? banned : open;
-    }
+    const badWords = request.badWords !== undefined && request.badWords.length > 0 ? new BadWords(model, request.badWords) : undefined;
+    if (minTokens > 0 || badWords !== undefined)
+        options.tokenBias = changingBans(model, TokenBias, options.tokenBias instanceof TokenBias ? options.tokenBias : undefined, () => {
+            const generated = history().generated;
+            // Until minTokens are generated, the end-of-generation tokens and the stop tokens are banned (vLLM's min_tokens).
+            const bans = generated.length < minTokens ? [...endTokens(), ...request.stopTokenIds ?? []] as Token[] : [];
+            return badWords === undefined ? bans : bans.concat(badWords.bannedAfter(generated));
+        });
     return options;
+}
+
+/**
+ * A bias read at each token: `open` (the request's logit_bias, if any) with the tokens `bans` gives then banned. The
+ * last one built is reused while the bans stay the same, which they mostly do.
+ */
+function changingBans(model: LlamaModel, TokenBias: TokenBiasClass, open: InstanceType<TokenBiasClass> | undefined,
+                      bans: () => readonly Token[]): () => InstanceType<TokenBiasClass> {
+    const unbanned = open ?? new TokenBias(model.tokenizer);
+    let lastKey = "";
+    let last = unbanned;
+    return () => {
+        const banned = bans();
+        if (banned.length === 0)
+            return unbanned;
+        const key = banned.join(",");
+        if (key !== lastKey) {
+            last = new TokenBias(model.tokenizer);
+            const biases = biasesOf(last);
+            for (const [token, value] of biasesOf(unbanned))
+                biases.set(token, value);
+            for (const token of banned)
+                biases.set(token, -Infinity);
+            lastKey = key;
+        }
+        return last;
+    };
 }
 
 /**

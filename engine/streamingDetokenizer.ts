@@ -16,7 +16,8 @@ export class StreamingDetokenizer {
     private readonly held: Token[] = [];
     private readonly previous: Token[] = [];
 
-    constructor(private readonly model: LlamaModel) {}
+    /** `specialTokens`: special tokens' text (`</s>` …) is output; otherwise they read as "". */
+    constructor(private readonly model: LlamaModel, private readonly specialTokens = false) {}
 
     /**
      * Starts the output after `prompt`: its last tokens are the first token's context, so a SentencePiece piece that
@@ -30,7 +31,7 @@ export class StreamingDetokenizer {
     /** Adds one token; returns the text that became stable (possibly ""). */
     push(token: Token): string {
         this.held.push(token);
-        const text = this.model.detokenize(this.held, false, this.previous);
+        const text = this.model.detokenize(this.held, this.specialTokens, this.previous);
         if (text.endsWith("\uFFFD") && this.held.length < maxHeldTokens)
             return "";
         return this.release(text);
@@ -40,7 +41,7 @@ export class StreamingDetokenizer {
     flush(): string {
         if (this.held.length === 0)
             return "";
-        return this.release(this.model.detokenize(this.held, false, this.previous));
+        return this.release(this.model.detokenize(this.held, this.specialTokens, this.previous));
     }
 
     private release(text: string): string {

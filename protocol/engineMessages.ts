@@ -121,13 +121,32 @@ export type GenerateRequest = {
      */
     stop?: string[],
     includeStopString?: boolean,
-    /** Generation ends (reason `stop`) after one of these tokens (vLLM's `stop_token_ids`); its text is output, as a token's. */
+    /**
+     * Generation ends (reason `stop`) after one of these tokens (vLLM's `stop_token_ids`): it is the last generated token, its
+     * text is not output unless `includeStopString` (as the end of text's).
+     */
     stopTokenIds?: number[],
     /**
      * vLLM's `min_tokens`: before this many tokens are generated, end-of-generation tokens and `stopTokenIds` are not sampled
      * and stop strings do not end the output. Default 0. Not with a grammar (`responseFormat`, a forced tool call).
      */
     minTokens?: number,
+    /**
+     * vLLM's `bad_words`: none of these words is generated. Each is tokenized as vLLM tokenizes it (as written, and after a
+     * space); a one-token word is banned outright, a longer one's last token is banned where its other tokens were the
+     * last ones generated.
+     */
+    badWords?: string[],
+    /**
+     * vLLM's `skip_special_tokens: false`: special tokens' text (`</s>`, `<|im_end|>` …) is part of the output. The token
+     * that ends the answer (the end of text, a stop id) is left out unless `includeStopString`, as in vLLM.
+     */
+    outputSpecialTokens?: boolean,
+    /**
+     * vLLM's `truncate_prompt_tokens`: only the prompt's last this many tokens are evaluated (a BOS the prompt begins
+     * with, from its rendering, is kept in their count); −1: the last a sequence holds.
+     */
+    truncatePromptTokens?: number,
     /** With `prompt`: fill in the middle between `prompt` and `suffix` (needs the model's FIM tokens). */
     suffix?: string,
     /** With `prompt` and `suffix`: llama.cpp's `/infill` prompt, with the cursor's line and other files' code. */
@@ -214,6 +233,9 @@ export type LogitBias = {token: number, bias: number};
 
 /** The most token ids one request's `stopTokenIds` may list. */
 export const maxStopTokenIds = 256;
+/** The most words one request's `badWords` may list, and their longest (characters). */
+export const maxBadWords = 256;
+export const maxBadWordLength = 1000;
 
 /** The most entries one request's `logitBias` may have, and the bound of each bias (OpenAI's: ±100). */
 export const maxLogitBiasEntries = 1024;
@@ -504,6 +526,19 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
         if (minTokens < 0)
             throw new ProtocolError(`${what}.minTokens: must be ≥ 0, got ${minTokens}`);
         request.minTokens = minTokens;
+    }
+    if (obj.badWords !== undefined)
+        request.badWords = expectArray(obj, "badWords", what, maxBadWords).map((value, index) => {
+            if (typeof value !== "string" || value.length > maxBadWordLength)
+                throw new ProtocolError(`request.badWords[${index}]: expected a string of at most ${maxBadWordLength} characters`);
+            return value;
+        });
+    if (optionalBoolean(obj, "outputSpecialTokens", what) === true) request.outputSpecialTokens = true;
+    const truncatePromptTokens = optionalInteger(obj, "truncatePromptTokens", what);
+    if (truncatePromptTokens !== undefined) {
+        if (truncatePromptTokens < 1 && truncatePromptTokens !== -1)
+            throw new ProtocolError(`${what}.truncatePromptTokens: must be ≥ 1, or −1 for a sequence's capacity; got ${truncatePromptTokens}`);
+        request.truncatePromptTokens = truncatePromptTokens;
     }
     if (obj.responseFormat !== undefined) {
         const format = expectObject(obj.responseFormat, "request.responseFormat");

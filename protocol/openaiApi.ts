@@ -18,6 +18,7 @@ import {parseLogitBias, parseLogprobs, parsePenalties, parsePromptLogprobs, pars
 import {parseGrammarConstraint} from "./grammarFields.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
+import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
@@ -28,7 +29,7 @@ type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "m
  * give them (`top_k`, `min_p`, the penalties, `logit_bias`, `response_format`, chat `top_logprobs` or
  * completions `logprobs` → GenerateRequest's `topK` … `logprobs`), plus what only the API has.
  */
-export type SamplingParams = EngineSampling & {
+export type SamplingParams = EngineSampling & VllmOutputFields & {
     stream: boolean,
     includeUsage: boolean,
     /** Undefined when the request gave no limit (the server picks one that fits the context). */
@@ -219,7 +220,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
-    Object.assign(params, parseVllmStopping(body, maxTokens));
+    Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;
 }
