@@ -768,7 +768,8 @@ export class Engine {
                 const wanted = request.logprobs === undefined ? {} : request.logprobs === 0 ? {confidence: true} : {probabilities: true};
                 const tokens = slot.sequence.evaluateWithMetadata(next === 0 ? input : input.slice(next), wanted, {
                     ...request.sampling,
-                    temperature: request.temperature,
+                    temperature: request.temperature === 0 && request.sampling.xtc !== undefined
+                        ? xtcGreedyTemperature : request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {}),
                     yieldEogToken: true
@@ -1076,6 +1077,13 @@ function inputTokens(request: ActiveRequest): Token[] {
 }
 
 /** Why a request's parameters cannot be served, or undefined when they can. */
+/**
+ * The temperature that stands for 0 under XTC: node-llama-cpp's greedy sampler runs XTC on the whole vocabulary, while
+ * llama.cpp's server, at temperature 0, runs it after top-k, top-p and min-p as at any other; a temperature this low
+ * takes that chain and still picks the most likely token left.
+ */
+const xtcGreedyTemperature = 1e-6;
+
 function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean): string | undefined {
     if (request.debugBlockMs !== undefined && !allowDebugRequests)
         return "debugBlockMs is a test-only field and this engine does not allow debug requests";

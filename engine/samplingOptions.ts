@@ -11,10 +11,11 @@ import type {LlamaModel, SequenceEvaluateOptions, Token, TokenBiasClass} from ".
 import {BadWords} from "./badWords.js";
 
 /** What a request adds to node-llama-cpp's evaluate options (the grammar: engine/responseGrammar.ts). */
-export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState">;
+export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState" |
+    "dryRepeatPenalty" | "xtc">;
 
 type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias" | "stopTokenIds" | "minTokens" |
-    "badWords" | "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
+    "badWords" | "dry" | "xtc" | "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
 
 /** Why these fields cannot be used with a model of `vocabularySize` tokens (undefined: unknown), or undefined when they can. */
 export function invalidSampling(request: SamplingFields, vocabularySize: number | undefined): string | undefined {
@@ -40,6 +41,13 @@ export function invalidSampling(request: SamplingFields, vocabularySize: number 
         if (!(Math.abs(bias) <= maxLogitBias))
             return `logitBias: the bias of token ${token} must be in [−${maxLogitBias}, ${maxLogitBias}], got ${bias}`;
     }
+    const dry = request.dry;
+    if (dry !== undefined && !(dry.multiplier >= 0 && dry.base >= 1 && Number.isInteger(dry.allowedLength) && dry.allowedLength >= 0 &&
+        Number.isInteger(dry.lastTokens) && dry.lastTokens >= -1 && dry.sequenceBreakers.length > 0))
+        return "dry: expected multiplier ≥ 0, base ≥ 1, allowedLength an integer ≥ 0, lastTokens an integer ≥ −1, and sequence breakers";
+    if (request.xtc !== undefined && !(request.xtc.probability >= 0 && request.xtc.probability <= 1 &&
+        request.xtc.threshold >= 0 && request.xtc.threshold <= 1))
+        return "xtc: probability and threshold must be in [0, 1]";
     for (const token of request.stopTokenIds ?? [])
         if (vocabularySize !== undefined && token >= vocabularySize)
             return `stopTokenIds: token ${token} is not in the model's vocabulary (ids 0 to ${vocabularySize - 1})`;
@@ -94,6 +102,14 @@ export function extraSampling(request: SamplingFields, model: LlamaModel, TokenB
             presencePenalty: penalties.presence ?? 0,
             frequencyPenalty: penalties.frequency ?? 0
         };
+    if (request.dry !== undefined && request.dry.multiplier > 0 && request.dry.lastTokens !== 0)
+        options.dryRepeatPenalty = {strength: request.dry.multiplier, base: request.dry.base,
+            // node-llama-cpp raises an allowed length of 0 to 1 (llama-server takes 0).
+            allowedLength: request.dry.allowedLength, sequenceBreakers: request.dry.sequenceBreakers,
+            // Always given: node-llama-cpp's default (−1) reads as 0 in this llama.cpp, which turns DRY off.
+            lastTokens: request.dry.lastTokens === -1 ? contextTokens : request.dry.lastTokens};
+    if (request.xtc !== undefined && request.xtc.probability > 0)
+        options.xtc = {probability: request.xtc.probability, threshold: request.xtc.threshold};
     if (request.logitBias !== undefined && request.logitBias.length > 0) {
         const bias = new TokenBias(model.tokenizer);
         const biases = biasesOf(bias);

@@ -79,6 +79,10 @@ export type GenerateRequest = {
     penalties?: SamplingPenalties,
     /** Added to the logits of these tokens before sampling (OpenAI's `logit_bias`). */
     logitBias?: LogitBias[],
+    /** llama.cpp's DRY ("don't repeat yourself") sampler; absent: off. */
+    dry?: DryPenalty,
+    /** llama.cpp's XTC ("exclude top choices") sampler; absent: off. */
+    xtc?: ExcludeTopChoices,
     /** Generate JSON (OpenAI's `response_format`); absent: free text. */
     responseFormat?: ResponseFormat,
     /** With `messages`: functions the model may call, rendered by its chat template; calls come back in `finished`. */
@@ -181,6 +185,22 @@ export type SamplingPenalties = {
     /** The window: the last N tokens (default 64, as llama.cpp's); 0 = no penalties; −1 = the sequence's whole context. */
     lastTokens?: number
 };
+
+/**
+ * llama.cpp's DRY sampler (its server's `dry_*` fields): a token that would extend a repetition longer than
+ * `allowedLength` tokens of the last `lastTokens` (−1: the context) is penalized by multiplier × base^(length −
+ * allowedLength); the sequence breakers' text interrupts repetitions. node-llama-cpp's sampler sees the output's tokens,
+ * not the prompt's.
+ */
+export type DryPenalty = {multiplier: number, base: number, allowedLength: number, lastTokens: number, sequenceBreakers: string[]};
+/**
+ * llama.cpp's XTC sampler (its server's `xtc_probability`, `xtc_threshold`): with this probability per token, the tokens
+ * at least `threshold` likely are removed, all but the least likely of them.
+ */
+export type ExcludeTopChoices = {probability: number, threshold: number};
+/** The most DRY sequence breakers a request may give, and their longest (characters). */
+export const maxDrySequenceBreakers = 64;
+export const maxDrySequenceBreakerLength = 100;
 
 /** One alternative at a token's position: its text and natural-log probability (in a scored prompt also its id). */
 export type TopLogprob = {token: string, logprob: number, id?: number};
@@ -526,6 +546,20 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
         if (minTokens < 0)
             throw new ProtocolError(`${what}.minTokens: must be ≥ 0, got ${minTokens}`);
         request.minTokens = minTokens;
+    }
+    if (obj.dry !== undefined) {
+        const dry = expectObject(obj.dry, "request.dry");
+        request.dry = {multiplier: expectNumber(dry, "multiplier", "request.dry"), base: expectNumber(dry, "base", "request.dry"),
+            allowedLength: expectInteger(dry, "allowedLength", "request.dry"), lastTokens: expectInteger(dry, "lastTokens", "request.dry"),
+            sequenceBreakers: expectArray(dry, "sequenceBreakers", "request.dry", maxDrySequenceBreakers).map((value, index) => {
+                if (typeof value !== "string" || value.length > maxDrySequenceBreakerLength)
+                    throw new ProtocolError(`request.dry.sequenceBreakers[${index}]: expected a string of at most ${maxDrySequenceBreakerLength} characters`);
+                return value;
+            })};
+    }
+    if (obj.xtc !== undefined) {
+        const xtc = expectObject(obj.xtc, "request.xtc");
+        request.xtc = {probability: expectNumber(xtc, "probability", "request.xtc"), threshold: expectNumber(xtc, "threshold", "request.xtc")};
     }
     if (obj.badWords !== undefined)
         request.badWords = expectArray(obj, "badWords", what, maxBadWords).map((value, index) => {

@@ -8,15 +8,16 @@
  * (`/infill`), `n_predict` (−1: what the context leaves; 0: the prompt is only evaluated, into the prefix cache),
  * `temperature`, `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties
  * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
- * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent` and
- * `t_max_predict_ms`. Settings of llama-server's own machinery (`cache_prompt`: the
- * prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`, `typical_p`, `xtc_*`,
- * `dry_*`, `timings_per_token`) are ignored. `return_tokens` fills a whole answer's `tokens` with the generated ids (a
+ * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`,
+ * `t_max_predict_ms`, and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of llama-server's own
+ * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`,
+ * `typical_p`, `timings_per_token`) are ignored. `return_tokens` fills a whole answer's `tokens` with the generated ids (a
  * stream's pieces carry theirs always, as llama-server's). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
  * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
-    type LogitBias} from "./engineMessages.js";
+    type LogitBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
+import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, optionalStringField, tokenIdsField} from "./openaiFields.js";
 import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
@@ -35,7 +36,7 @@ export type LlamaCompletionRequest = {
     /** `n_predict`: undefined for −1 (what the context leaves). */
     maxTokens: number | undefined,
     temperature?: number, topK?: number, topP?: number, minP?: number, seed?: number,
-    penalties?: SamplingPenalties, logitBias?: LogitBias[], responseFormat?: ResponseFormat,
+    penalties?: SamplingPenalties, logitBias?: LogitBias[], responseFormat?: ResponseFormat, dry?: DryPenalty, xtc?: ExcludeTopChoices,
     stop: string[],
     stream: boolean,
     ignoreEos: boolean,
@@ -160,6 +161,7 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     if (penalties !== undefined) request.penalties = penalties;
     const logitBias = parseLogitBias(body.logit_bias);
     if (logitBias !== undefined && logitBias.length > 0) request.logitBias = logitBias;
+    Object.assign(request, parseLlamaCppSamplers(body));
     const constraint = parseGrammarConstraint(body);
     if (isObject(body.json_schema)) {
         if (constraint !== undefined)

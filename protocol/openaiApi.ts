@@ -19,10 +19,11 @@ import {parseGrammarConstraint} from "./grammarFields.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
+import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
-    "seed">;
+    "seed" | "dry" | "xtc">;
 
 /**
  * What both endpoints share, in engine terms: the engine request's sampling fields as the API's fields
@@ -220,7 +221,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
-    Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body));
+    Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body), parseLlamaCppSamplers(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;
 }

@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint (issue E) and VS Code's language model provider (issue H): the same
  * defaults, the same clamping to the context, the same sampling fields.
  */
-import type {EngineInfo, LogitBias, ResponseFormat, SamplingPenalties} from "../../../protocol/engineMessages.js";
+import type {DryPenalty, EngineInfo, ExcludeTopChoices, LogitBias, ResponseFormat, SamplingPenalties} from "../../../protocol/engineMessages.js";
 import type {GenerateInput} from "../engineClient/engineClient.js";
 
 /** Sampling fields a caller may set; absent ones keep the engine's defaults. */
@@ -15,6 +15,9 @@ export type GenerationParams = {
     minP?: number | undefined,
     penalties?: SamplingPenalties | undefined,
     logitBias?: readonly LogitBias[] | undefined,
+    /** llama.cpp's DRY and XTC samplers (GenerateRequest's). */
+    dry?: DryPenalty | undefined,
+    xtc?: ExcludeTopChoices | undefined,
     responseFormat?: ResponseFormat | undefined,
     logprobs?: number | undefined,
     /** Score the prompt, with this many alternatives per token (GenerateRequest.promptLogprobs). */
@@ -67,6 +70,8 @@ export function generationInput(
         ...(params.minP !== undefined ? {minP: params.minP} : {}),
         ...(params.penalties !== undefined ? {penalties: {...params.penalties}} : {}),
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
+        ...(params.dry !== undefined ? {dry: {...params.dry, sequenceBreakers: [...params.dry.sequenceBreakers]}} : {}),
+        ...(params.xtc !== undefined ? {xtc: {...params.xtc}} : {}),
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
         ...(params.logprobs !== undefined ? {logprobs: params.logprobs} : {}),
         ...(params.returnTokenIds === true ? {returnTokenIds: true} : {}),

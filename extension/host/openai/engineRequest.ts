@@ -94,7 +94,8 @@ function queueFull(message: string): ApiRequestError {
 
 /** The API field of an engine refusal whose message starts with an engine request field's name. */
 const engineFieldParams: ReadonlyArray<readonly [string, string]> = [["grammar:", "grammar"], ["tools:", "tools"], ["toolChoice:", "tool_choice"],
-    ["stopTokenIds:", "stop_token_ids"], ["minTokens", "min_tokens"], ["badWords", "bad_words"], ["truncatePromptTokens", "truncate_prompt_tokens"]];
+    ["stopTokenIds:", "stop_token_ids"], ["minTokens", "min_tokens"], ["dry:", "dry_multiplier"], ["xtc:", "xtc_probability"],
+    ["badWords", "bad_words"], ["truncatePromptTokens", "truncate_prompt_tokens"]];
 
 /** The API error for a request the engine refused or failed. */
 export function refusal(result: RequestResult, client: EngineClient, fields: RefusalFields): ApiRequestError {
