@@ -14,7 +14,7 @@ import {BadWords} from "./badWords.js";
 export type ExtraSampling = Pick<SequenceEvaluateOptions, "topK" | "minP" | "repeatPenalty" | "tokenBias" | "grammarEvaluationState" |
     "dryRepeatPenalty" | "xtc">;
 
-type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias" | "stopTokenIds" | "minTokens" |
+type SamplingFields = Pick<GenerateRequest, "topK" | "minP" | "penalties" | "logitBias" | "textBias" | "stopTokenIds" | "minTokens" |
     "badWords" | "dry" | "xtc" | "responseFormat" | "toolChoice"> & Partial<Pick<GenerateRequest, "maxTokens">>;
 
 /** Why these fields cannot be used with a model of `vocabularySize` tokens (undefined: unknown), or undefined when they can. */
@@ -41,6 +41,9 @@ export function invalidSampling(request: SamplingFields, vocabularySize: number 
         if (!(Math.abs(bias) <= maxLogitBias))
             return `logitBias: the bias of token ${token} must be in [−${maxLogitBias}, ${maxLogitBias}], got ${bias}`;
     }
+    for (const {text, bias} of request.textBias ?? [])
+        if (!(Math.abs(bias) <= maxLogitBias))
+            return `textBias: the bias of ${JSON.stringify(text).slice(0, 40)} must be in [−${maxLogitBias}, ${maxLogitBias}], got ${bias}`;
     const dry = request.dry;
     if (dry !== undefined && !(dry.multiplier >= 0 && dry.base >= 1 && Number.isInteger(dry.allowedLength) && dry.allowedLength >= 0 &&
         Number.isInteger(dry.lastTokens) && dry.lastTokens >= -1 && dry.sequenceBreakers.length > 0))
@@ -110,11 +113,13 @@ export function extraSampling(request: SamplingFields, model: LlamaModel, TokenB
             lastTokens: request.dry.lastTokens === -1 ? contextTokens : request.dry.lastTokens};
     if (request.xtc !== undefined && request.xtc.probability > 0)
         options.xtc = {probability: request.xtc.probability, threshold: request.xtc.threshold};
-    if (request.logitBias !== undefined && request.logitBias.length > 0) {
+    const textBiases = (request.textBias ?? []).flatMap(({text, bias}) => model.tokenize(text, false).map((token) => ({token, bias})));
+    if ((request.logitBias?.length ?? 0) + textBiases.length > 0) {
         const bias = new TokenBias(model.tokenizer);
         const biases = biasesOf(bias);
-        for (const entry of request.logitBias)
-            biases.set(entry.token as Token, entry.bias);
+        // A token listed twice (or twice in a text) gets both biases, as llama.cpp's logit-bias sampler adds each entry.
+        for (const entry of [...request.logitBias ?? [], ...textBiases])
+            biases.set(entry.token as Token, (biases.get(entry.token as Token) ?? 0) + entry.bias);
         options.tokenBias = bias;
     }
     const minTokens = request.minTokens ?? 0;

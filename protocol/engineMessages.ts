@@ -79,6 +79,8 @@ export type GenerateRequest = {
     penalties?: SamplingPenalties,
     /** Added to the logits of these tokens before sampling (OpenAI's `logit_bias`). */
     logitBias?: LogitBias[],
+    /** llama.cpp's `logit_bias` keyed by text: each token of the text (tokenized alone: no BOS, special tokens as text) gets the bias. */
+    textBias?: TextBias[],
     /** llama.cpp's DRY ("don't repeat yourself") sampler; absent: off. */
     dry?: DryPenalty,
     /** llama.cpp's XTC ("exclude top choices") sampler; absent: off. */
@@ -250,6 +252,10 @@ export const maxGrammarLength = 65536;
 
 /** `bias` (−100…100) is added to token `token`'s logit; −100 in effect bans it, 100 in effect forces it. */
 export type LogitBias = {token: number, bias: number};
+/** `bias` (−100…100) is added to the logit of each token of `text` (once per time the text has it, as llama.cpp adds). */
+export type TextBias = {text: string, bias: number};
+/** The longest text a `textBias` entry may have (characters). */
+export const maxTextBiasLength = 1000;
 
 /** The most token ids one request's `stopTokenIds` may list. */
 export const maxStopTokenIds = 256;
@@ -585,6 +591,12 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
         request.logitBias = expectArray(obj, "logitBias", what, maxLogitBiasEntries).map((value, index) => {
             const entry = expectObject(value, `request.logitBias[${index}]`);
             return {token: expectInteger(entry, "token", `request.logitBias[${index}]`), bias: expectNumber(entry, "bias", `request.logitBias[${index}]`)};
+        });
+    if (obj.textBias !== undefined)
+        request.textBias = expectArray(obj, "textBias", what, maxLogitBiasEntries).map((value, index) => {
+            const entry = expectObject(value, `request.textBias[${index}]`);
+            return {text: expectString(entry, "text", `request.textBias[${index}]`, maxTextBiasLength),
+                bias: expectNumber(entry, "bias", `request.textBias[${index}]`)};
         });
     if (obj.stop !== undefined)
         request.stop = expectArray(obj, "stop", what, maxStopStrings).map((value, index) => {

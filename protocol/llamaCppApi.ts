@@ -16,12 +16,13 @@
  * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
-    type LogitBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
+    type LogitBias, type TextBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
+import {parseLlamaCppLogitBias} from "./llamaCppLogitBias.js";
 import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, optionalStringField, tokenIdsField} from "./openaiFields.js";
 import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
-import {parseLogitBias, parsePenalties, schemaFormat} from "./openaiSampling.js";
+import {parsePenalties, schemaFormat} from "./openaiSampling.js";
 import {isObject} from "./validation.js";
 
 export type LlamaCompletionKind = "completion" | "infill";
@@ -36,7 +37,8 @@ export type LlamaCompletionRequest = {
     /** `n_predict`: undefined for −1 (what the context leaves). */
     maxTokens: number | undefined,
     temperature?: number, topK?: number, topP?: number, minP?: number, seed?: number,
-    penalties?: SamplingPenalties, logitBias?: LogitBias[], responseFormat?: ResponseFormat, dry?: DryPenalty, xtc?: ExcludeTopChoices,
+    penalties?: SamplingPenalties, logitBias?: LogitBias[], textBias?: TextBias[], responseFormat?: ResponseFormat,
+    dry?: DryPenalty, xtc?: ExcludeTopChoices,
     stop: string[],
     stream: boolean,
     ignoreEos: boolean,
@@ -159,8 +161,7 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
     if (seed !== undefined && seed >= 0) request.seed = seed;
     const penalties = parsePenalties(body);
     if (penalties !== undefined) request.penalties = penalties;
-    const logitBias = parseLogitBias(body.logit_bias);
-    if (logitBias !== undefined && logitBias.length > 0) request.logitBias = logitBias;
+    Object.assign(request, parseLlamaCppLogitBias(body.logit_bias));
     Object.assign(request, parseLlamaCppSamplers(body));
     const constraint = parseGrammarConstraint(body);
     if (isObject(body.json_schema)) {

@@ -14,15 +14,16 @@
  */
 import {maxStopLength, maxStopStrings, maxStopTokenIds, type ChatMessage, type GenerateRequest} from "./engineMessages.js";
 import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, tokenIdsField} from "./openaiFields.js";
-import {parseLogitBias, parseLogprobs, parsePenalties, parsePromptLogprobs, parseResponseFormat} from "./openaiSampling.js";
+import {parseLogprobs, parsePenalties, parsePromptLogprobs, parseResponseFormat} from "./openaiSampling.js";
 import {parseGrammarConstraint} from "./grammarFields.js";
 import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolParams} from "./openaiTools.js";
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
 import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
+import {parseLlamaCppLogitBias} from "./llamaCppLogitBias.js";
 import {isObject, type JsonObject} from "./validation.js";
 
-type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "responseFormat" | "logprobs" |
+type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "textBias" | "responseFormat" | "logprobs" |
     "seed" | "dry" | "xtc">;
 
 /**
@@ -202,7 +203,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     const topK = optionalNumberField(body, "top_k", -1, 1e9, true);
     const minP = optionalNumberField(body, "min_p", 0, 1, false);
     const penalties = parsePenalties(body);
-    const logitBias = parseLogitBias(body.logit_bias);
+    const {logitBias, textBias} = parseLlamaCppLogitBias(body.logit_bias);
     const responseFormat = outputConstraint(body);
     const seed = optionalNumberField(body, "seed", -(2 ** 53), 2 ** 53, true);
     if (body.model !== undefined && body.model !== null && typeof body.model !== "string")
@@ -214,7 +215,8 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (topK !== undefined) params.topK = Math.max(0, topK);
     if (minP !== undefined) params.minP = minP;
     if (penalties !== undefined) params.penalties = penalties;
-    if (logitBias !== undefined && logitBias.length > 0) params.logitBias = logitBias;
+    if (logitBias !== undefined) params.logitBias = logitBias;
+    if (textBias !== undefined) params.textBias = textBias;
     if (responseFormat !== undefined) params.responseFormat = responseFormat;
     if (logprobs !== undefined) params.logprobs = logprobs;
     const promptLogprobs = parsePromptLogprobs(body, stream);

@@ -3,7 +3,8 @@
  * (stories260K, whose greedy stories repeat whole sentences): at temperature 0 both write the same text with either
  * sampler, on `/completion` and through the official `openai` client on `/v1/completions`; DRY shortens the longest
  * repeated run of tokens; XTC at probability 1 changes the answer, and is off at a threshold above 0.5; bad values are a
- * 400 naming the field.
+ * 400 naming the field. And `logit_bias` in llama.cpp's forms (texts as keys, `[key, bias]` pairs, `false`): the same
+ * greedy text as llama-server's.
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -15,7 +16,7 @@ import {skipReason} from "../helpers/prerequisites.js";
 import {findStoriesModel} from "../helpers/sharedModels.js";
 
 const stories = findStoriesModel();
-const suite = "llama.cpp's DRY and XTC samplers, against llama-server";
+const suite = "llama.cpp's DRY and XTC samplers and logit_bias forms, against llama-server";
 
 type Answer = {content: string, tokens: number[]};
 
@@ -84,6 +85,23 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
         }
     });
 
+    test("logit_bias keyed by text, as [key, bias] pairs, with false: the same greedy text as llama-server's", async () => {
+        const prompt = "Once upon a time";
+        const greedy = (await complete(ours(), {prompt, n_predict: 48})).content;
+        assert.match(greedy, /Lily/, "the greedy story names Lily");
+        for (const logitBias of [{Lily: false}, [["Lily", false]], [[" named", -100], ["Lily", -5]], {"little girl": -100}, [["Lily", -3], ["Lily", -3]]]) {
+            const body = {prompt, n_predict: 48, logit_bias: logitBias};
+            const mine = (await complete(ours(), body)).content;
+            assert.equal(mine, (await complete(peer!.origin, body)).content, JSON.stringify(logitBias));
+            if (JSON.stringify(logitBias).includes("false"))
+                assert.doesNotMatch(mine, /Lily/, JSON.stringify(logitBias));
+        }
+        const banned = await api.openai.completions.create({model: "m", prompt, max_tokens: 48, temperature: 0,
+            logit_bias: {Lily: -100} as unknown as Record<string, number>});
+        assert.equal(banned.choices[0]!.text, (await complete(peer!.origin, {prompt, n_predict: 48, logit_bias: {Lily: -100}})).content,
+            "the OpenAI endpoint takes them as llama-server's does");
+    });
+
     test("bad values: a 400 naming the field", async () => {
         const cases: Array<[Record<string, unknown>, string]> = [
             [{dry_multiplier: -1}, "dry_multiplier"],
@@ -92,7 +110,10 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
             [{dry_multiplier: 0.8, dry_sequence_breakers: []}, "dry_sequence_breakers"],
             [{dry_multiplier: 0.8, dry_sequence_breakers: "\n"}, "dry_sequence_breakers"],
             [{xtc_probability: 1.5}, "xtc_probability"],
-            [{xtc_probability: 0.5, xtc_threshold: -0.1}, "xtc_threshold"]
+            [{xtc_probability: 0.5, xtc_threshold: -0.1}, "xtc_threshold"],
+            [{logit_bias: [[1, 2, 3]]}, "logit_bias"],
+            [{logit_bias: {Lily: true}}, "logit_bias"],
+            [{logit_bias: [[-1, 2]]}, "logit_bias"]
         ];
         for (const [extra, param] of cases) {
             const response = await fetch(`${ours()}/completion`, {method: "POST", headers: {"content-type": "application/json"},

@@ -173,9 +173,11 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
             [{repetition_penalty: 0}, "repetition_penalty", /greater than 0/],
             [{repeat_penalty: 1.1, repetition_penalty: 1.2}, "repeat_penalty", /same setting/],
             [{repeat_last_n: -2}, "repeat_last_n", /between -1/],
-            [{logit_bias: {abc: 1}}, "logit_bias", /token ids/],
+            // Texts as keys are llama.cpp's (llamaCppSamplers.test.ts); an empty one is neither a token id nor a text.
+            [{logit_bias: {"": 1}}, "logit_bias", /token id \(an integer ≥ 0\) or a text/],
             [{logit_bias: {5: 101}}, "logit_bias", /\[−100, 100\]/],
-            [{logit_bias: [1, 2]}, "logit_bias", /object/],
+            [{logit_bias: [1, 2]}, "logit_bias", /\[token id or text, bias\] pair/],
+            [{logit_bias: "x"}, "logit_bias", /an object of token ids/],
             [{logit_bias: {999999: 1}}, "logit_bias", /not in the model's vocabulary/],
             [{logprobs: 21}, "logprobs", /between 0 and 20/],
             [{stop: Array.from({length: 65}, (_, i) => `stop${i}`)}, "stop", /at most 64 stop strings/],

@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint (issue E) and VS Code's language model provider (issue H): the same
  * defaults, the same clamping to the context, the same sampling fields.
  */
-import type {DryPenalty, EngineInfo, ExcludeTopChoices, LogitBias, ResponseFormat, SamplingPenalties} from "../../../protocol/engineMessages.js";
+import type {DryPenalty, EngineInfo, ExcludeTopChoices, LogitBias, ResponseFormat, SamplingPenalties, TextBias} from "../../../protocol/engineMessages.js";
 import type {GenerateInput} from "../engineClient/engineClient.js";
 
 /** Sampling fields a caller may set; absent ones keep the engine's defaults. */
@@ -15,6 +15,8 @@ export type GenerationParams = {
     minP?: number | undefined,
     penalties?: SamplingPenalties | undefined,
     logitBias?: readonly LogitBias[] | undefined,
+    /** llama.cpp's `logit_bias` keyed by text (GenerateRequest.textBias). */
+    textBias?: readonly TextBias[] | undefined,
     /** llama.cpp's DRY and XTC samplers (GenerateRequest's). */
     dry?: DryPenalty | undefined,
     xtc?: ExcludeTopChoices | undefined,
@@ -70,6 +72,7 @@ export function generationInput(
         ...(params.minP !== undefined ? {minP: params.minP} : {}),
         ...(params.penalties !== undefined ? {penalties: {...params.penalties}} : {}),
         ...(params.logitBias !== undefined && params.logitBias.length > 0 ? {logitBias: [...params.logitBias]} : {}),
+        ...(params.textBias !== undefined && params.textBias.length > 0 ? {textBias: params.textBias.map((entry) => ({...entry}))} : {}),
         ...(params.dry !== undefined ? {dry: {...params.dry, sequenceBreakers: [...params.dry.sequenceBreakers]}} : {}),
         ...(params.xtc !== undefined ? {xtc: {...params.xtc}} : {}),
         ...(params.responseFormat !== undefined ? {responseFormat: params.responseFormat} : {}),
