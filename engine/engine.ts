@@ -8,7 +8,7 @@ import {
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {
-    type AnswerStart, hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, reasoningSyntaxFor, renderPrompt,
+    type AnswerStart, hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, reasoningSyntaxFor, renderChatText, renderPrompt,
     toolCallSyntaxFor
 } from "./promptRenderer.js";
 import {ReasoningSplitter} from "./reasoning/reasoningSplitter.js";
@@ -257,7 +257,8 @@ export class Engine {
             const tokens = chat !== undefined ? renderPrompt(model, chat, opens ? "open" : undefined)
                 : asPrompt === true ? renderPrompt(model, {prompt: text ?? ""}) : model.tokenize(text ?? "", specialTokens);
             const context = pieces ? this.pieceContext() : [];
-            this.sink({type: "tokenized", seq, tokens, pieces: pieces ? tokens.map((token) => model.detokenize([token], true, context)) : []});
+            this.sink({type: "tokenized", seq, tokens, pieces: pieces ? tokens.map((token) => model.detokenize([token], true, context)) : [],
+                ...chat !== undefined ? {text: renderChatText(model, chat, opens ? "open" : undefined)} : {}});
         } catch (error) {
             this.sink({type: "tokenized", seq, tokens: [], pieces: [], error: errorMessage(error)});
         }

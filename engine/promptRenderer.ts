@@ -54,15 +54,35 @@ export function renderPrompt(model: LlamaModel,
     if (request.prompt !== undefined)
         return textPrompt(model, request.prompt);
     const messages = request.messages ?? [];
-    // Continuing the final assistant message: it stays open (node-llama-cpp renders a history's last model response so).
-    const continues = request.continueFinalMessage === true && messages.at(-1)?.role === "assistant";
+    const continues = continuesFinalMessage(request);
     if (!hasChatTemplate(model))
         return textPrompt(model, plainChatText(messages, continues));
     // A template that does not write BOS itself still gets it where the vocabulary asks for it, as llama.cpp's server
     // does (an SPM model fine-tuned on ChatML, such as OpenHermes-Mistral): node-llama-cpp adds it only when the template does.
-    const tokens = renderWithChatWrapper(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
+    const tokens = chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues)
+        .tokenize(model.tokenizer);
     const bos = beginning(model);
     return bos.length > 0 && tokens[0] !== bos[0] ? [...bos, ...tokens] : tokens;
+}
+
+/** Continuing the final assistant message: it stays open (node-llama-cpp renders a history's last model response so). */
+function continuesFinalMessage(request: Pick<GenerateRequest, "messages" | "continueFinalMessage">): boolean {
+    return request.continueFinalMessage === true && request.messages?.at(-1)?.role === "assistant";
+}
+
+/**
+ * A chat request's prompt as text, as its template writes it (special tokens as their text; llama.cpp's server's
+ * `/apply-template`): what `renderPrompt` tokenizes, without the BOS the vocabulary adds by itself.
+ */
+export function renderChatText(model: LlamaModel, request: Pick<GenerateRequest, "messages" | "tools" | "continueFinalMessage">,
+                               answerStart?: AnswerStart): string {
+    const messages = request.messages ?? [];
+    const continues = continuesFinalMessage(request);
+    if (!hasChatTemplate(model))
+        return plainChatText(messages, continues);
+    const {SpecialToken} = chatWrapperModule!;
+    return chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues).values
+        .map((value) => value instanceof SpecialToken ? model.detokenize(value.tokenize(model.tokenizer), true) : value.toString()).join("");
 }
 
 /**
@@ -166,8 +186,9 @@ export function reasoningSyntaxFor(model: LlamaModel): ReasoningSyntax | undefin
 /** node-llama-cpp's function definitions; a tool's parameters are passed on as the JSON schema the client sent. */
 type ChatFunctions = Parameters<ChatWrapper["generateContextState"]>[0]["availableFunctions"];
 
-function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined,
-                               answerStart: AnswerStart | undefined, continueFinal: boolean): Token[] {
+/** The chat prompt as node-llama-cpp's chat wrapper renders it (with the reasoning segment opened or closed as asked). */
+function chatPromptText(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined,
+                        answerStart: AnswerStart | undefined, continueFinal: boolean): ReturnType<NodeLlamaCpp["LlamaText"]> {
     const wrapper = chatWrapperFor(model);
     let chatHistory;
     try {
@@ -195,10 +216,10 @@ function renderWithChatWrapper(model: LlamaModel, messages: ChatMessage[], tools
     }
     const reasoning = answerStart === undefined ? undefined : reasoningSyntaxFor(model);
     if (reasoning === undefined || (answerStart === "open" && !reasoning.opensOnAnswerStart))
-        return contextText.tokenize(model.tokenizer);
+        return contextText;
     const {LlamaText, SpecialTokensText} = chatWrapperModule!;
     // Opened already when the wrapper renders the template's generation prompt itself.
     const opened = reasoning.open === undefined || contextText.toString().trimEnd().endsWith(reasoning.open);
     const ending = (opened ? "" : reasoning.opener) + (answerStart === "closed" ? reasoning.closer : "");
-    return LlamaText([contextText, new SpecialTokensText(ending)]).tokenize(model.tokenizer);
+    return LlamaText([contextText, new SpecialTokensText(ending)]);
 }

@@ -432,8 +432,11 @@ export type EngineToHost =
     | {type: "pong", seq: number, hostTime: number, engineTime: number}
     /** `count` tokens, or (count -1) why it could not count. */
     | {type: "tokenCount", seq: number, count: number, error?: string}
-    /** `tokens` with each one's text (`pieces`, when asked for; else empty), or why not (`error`, then both empty). */
-    | {type: "tokenized", seq: number, tokens: number[], pieces: string[], error?: string}
+    /**
+     * `tokens` with each one's text (`pieces`, when asked for; else empty), or why not (`error`, then both empty). For a
+     * chat input also its prompt as text (`text`: the template's output, special tokens written out).
+     */
+    | {type: "tokenized", seq: number, tokens: number[], pieces: string[], text?: string, error?: string}
     | {type: "detokenized", seq: number, text: string, error?: string}
     | {type: "tokenizerInfo", seq: number, info: TokenizerInfo}
     | {type: "rejected", reason: string}
@@ -896,7 +899,9 @@ export function parseEngineToHost(value: unknown): EngineToHost {
                 return piece;
             });
             const error = optionalString(obj, "error", "tokenized", 2000);
-            return {type: "tokenized", seq: expectInteger(obj, "seq", "tokenized"), tokens, pieces, ...error !== undefined ? {error} : {}};
+            const text = optionalString(obj, "text", "tokenized", maxCountTokensText);
+            return {type: "tokenized", seq: expectInteger(obj, "seq", "tokenized"), tokens, pieces, ...text !== undefined ? {text} : {},
+                ...error !== undefined ? {error} : {}};
         }
         case "tokenizerInfo": {
             const info = expectObject(obj.info, "tokenizerInfo.info");

@@ -42,7 +42,8 @@ export type GenerateInput = Omit<GenerateRequest, "id"> & {id?: string, client?:
 export type EmbedInput = Omit<EmbedRequest, "id"> & {id?: string, client?: string};
 
 /** Token ids and each one's text. */
-export type Tokenized = {tokens: number[], pieces: string[]};
+/** Token ids and (when asked for) each one's text; for a chat input also its prompt as text (the template's output). */
+export type Tokenized = {tokens: number[], pieces: string[], text?: string};
 
 /** The messages that start a request. */
 type SubmitMessage = Extract<HostToEngine, {type: "generate" | "embed"}>;
@@ -333,8 +334,11 @@ export class EngineClient {
                 this.pendingTokenizations.delete(message.seq);
                 if (message.error !== undefined)
                     pending?.reject(new Error(message.error));
+                else if (message.type === "detokenized")
+                    pending?.resolve(message.text);
                 else
-                    pending?.resolve(message.type === "tokenized" ? {tokens: message.tokens, pieces: message.pieces} : message.text);
+                    pending?.resolve({tokens: message.tokens, pieces: message.pieces,
+                        ...message.text !== undefined ? {text: message.text} : {}});
                 return;
             }
             case "tokenizerInfo": {

@@ -51,6 +51,7 @@ import {ollamaApiVersion, parseOllamaChatRequest, parseOllamaGenerateRequest, pa
 import {ollamaRunningEntry, ollamaShow, ollamaTagsEntry} from "../ollama/ollamaModel.js";
 import {serveOllama} from "../ollama/ollamaRoute.js";
 import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
+import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {parseEmbeddingsRequest, parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingsRequest} from "../../../protocol/embeddingsApi.js";
 import {serveEmbeddings, serveOllamaEmbed, serveOllamaLegacyEmbeddings} from "../embeddings/embeddingsRoute.js";
@@ -263,6 +264,14 @@ export class ApiServer {
             requireMethod(method, ["GET", "HEAD"]);
             return await tokenizerInfo(this.readyEngine(), response);
         }
+        if (pathname === "/props") {
+            requireMethod(method, ["GET", "HEAD"]);
+            const client = this.readyEngine();
+            if (client?.info === undefined)
+                throw new ApiRequestError(this.options.engine.current()?.state === "loading" ? "Loading model" : "no model is running", null, 503,
+                    "unavailable_error", "engine_unavailable");
+            return sendJson(response, 200, await llamaCppProps(client, modelId(client.info), this.options.metrics !== undefined));
+        }
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
         if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname) && !llamaCppPaths.has(pathname))
@@ -292,6 +301,8 @@ export class ApiServer {
             await tokenize(parseTokenizeRequest(body), client, response);
         else if (pathname === "/detokenize")
             await detokenize(parseDetokenizeRequest(body), client, response);
+        else if (pathname === "/apply-template")
+            sendJson(response, 200, await applyTemplate(parseChatCompletionRequest(body), client));
         else if (pathname === "/completion" || pathname === "/infill")
             await serveLlamaCompletion(parseLlamaCompletionRequest(body, pathname === "/infill" ? "infill" : "completion"), context);
         else if (pathname === "/api/chat")
@@ -402,7 +413,7 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 /** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
 const tokenizerPaths = new Set(["/tokenize", "/detokenize", "/tokenizer_info"]);
 /** llama.cpp's server's own completion routes (outside /v1, as its). */
-const llamaCppPaths = new Set(["/completion", "/infill"]);
+const llamaCppPaths = new Set(["/completion", "/infill", "/props", "/apply-template"]);
 
 async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
                         response: http.ServerResponse): Promise<void> {

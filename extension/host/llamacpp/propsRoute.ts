@@ -1,0 +1,57 @@
+/**
+ * llama.cpp's server's `GET /props` and `POST /apply-template` on our server, so tools written for llama-server find
+ * what they read there: the per-sequence context, the sequences, the model, its template and special tokens, and the
+ * prompt a chat request renders to.
+ */
+import type {ApplyTemplateAnswer, LlamaCppProps} from "../../../protocol/llamaCppProps.js";
+import type {ChatCompletionRequest} from "../../../protocol/openaiApi.js";
+import {ApiRequestError} from "../../../protocol/openaiFields.js";
+import {errorMessage} from "../../../common/errorMessage.js";
+import type {EngineClient} from "../engineClient/engineClient.js";
+
+/** What the server is, in llama-server's `build_info` slot. */
+const buildInfo = "inference-monitor 0.1.0 (node-llama-cpp 3.21.1)";
+
+export async function llamaCppProps(client: EngineClient, modelId: string, metrics: boolean): Promise<LlamaCppProps> {
+    const info = client.info;
+    if (info === undefined)
+        throw new ApiRequestError("no model is running", null, 503, "server_error", "engine_unavailable");
+    const {bos, eos, chatTemplate} = await client.tokenizerInfo();
+    return {
+        default_generation_settings: {n_ctx: info.contextSize, params: {
+            n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: 64, repeat_penalty: 1,
+            presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: 1.75, dry_allowed_length: 2, dry_penalty_last_n: 64,
+            xtc_probability: 0, xtc_threshold: 0.1, stop: [], ignore_eos: false, stream: false
+        }},
+        total_slots: info.parallel,
+        model_alias: modelId,
+        model_path: info.model.path,
+        modalities: {vision: false, video: false, audio: false},
+        chat_template: chatTemplate ?? "",
+        bos_token: bos ?? "",
+        eos_token: eos ?? "",
+        build_info: buildInfo,
+        endpoint_slots: false,
+        endpoint_props: true,
+        endpoint_metrics: metrics,
+        is_sleeping: false
+    };
+}
+
+/**
+ * The prompt text `request` renders to, as its template writes it (special tokens as their text), less a leading BOS: a
+ * client that tokenizes it as a prompt gets BOS back where the vocabulary asks for it.
+ */
+export async function applyTemplate({messages, tools, continueFinalMessage}: ChatCompletionRequest, client: EngineClient):
+Promise<ApplyTemplateAnswer> {
+    let rendered;
+    try {
+        rendered = await client.tokenize({chat: {messages, ...tools !== undefined ? {tools} : {},
+            ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}}});
+    } catch (error) {
+        throw new ApiRequestError(`could not render the prompt: ${errorMessage(error)}`, null, 400);
+    }
+    const {bos} = await client.tokenizerInfo();
+    const text = rendered.text ?? "";
+    return {prompt: bos !== undefined && text.startsWith(bos) ? text.slice(bos.length) : text};
+}

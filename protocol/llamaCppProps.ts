@@ -1,0 +1,34 @@
+/**
+ * llama.cpp's server's `GET /props` and `POST /apply-template` answers, as tools written for llama-server read them:
+ * `/props` for the per-sequence context (`default_generation_settings.n_ctx`), the sequences (`total_slots`), the
+ * model's name, template and special tokens; `/apply-template` for the prompt text a chat request renders to (to count
+ * its tokens before sending it). Declared once for the server and its tests.
+ */
+
+/** The sampling defaults a request gets when it sets none (llama-server's `default_generation_settings.params`, ours). */
+export type LlamaCppDefaultParams = {
+    n_predict: number, temperature: number, top_k: number, top_p: number, min_p: number, seed: number,
+    repeat_last_n: number, repeat_penalty: number, presence_penalty: number, frequency_penalty: number,
+    dry_multiplier: number, dry_base: number, dry_allowed_length: number, dry_penalty_last_n: number,
+    xtc_probability: number, xtc_threshold: number, stop: string[], ignore_eos: boolean, stream: boolean
+};
+
+export type LlamaCppProps = {
+    default_generation_settings: {n_ctx: number, params: LlamaCppDefaultParams},
+    total_slots: number,
+    model_alias: string,
+    model_path: string,
+    modalities: {vision: false, video: false, audio: false},
+    /** The GGUF's chat template; "" when it has none. */
+    chat_template: string,
+    bos_token: string,
+    eos_token: string,
+    build_info: string,
+    endpoint_slots: false,
+    endpoint_props: true,
+    endpoint_metrics: boolean,
+    is_sleeping: false
+};
+
+/** `/apply-template`: the chat request's prompt as text (special tokens written out, no leading BOS). */
+export type ApplyTemplateAnswer = {prompt: string};
