@@ -1,7 +1,7 @@
 /**
- * What answers at a URL: llama.cpp's server (`/props` with its slots, or `llamacpp:` metrics), vLLM (`vllm:`
- * metrics; our own `serve` too, though it also speaks Ollama's API), Ollama (`/api/version`). A server that only speaks the
- * OpenAI API (LM Studio, …) exports nothing to watch: the error says to put the proxy in front.
+ * What answers at a URL: vLLM (`vllm:` metrics; our own `serve` too, though it also answers Ollama's `/api/version` and
+ * llama.cpp's `/props`), llama.cpp's server (`/props` with its slots, or `llamacpp:` metrics), Ollama (`/api/version`). A
+ * server that only speaks the OpenAI API (LM Studio, …) exports nothing to watch: the error says to put the proxy in front.
  */
 import type {TargetKind} from "../../../protocol/targetView.js";
 import {isObject} from "../../../protocol/validation.js";
@@ -28,12 +28,13 @@ export async function probeTarget(baseUrl: string, http: TargetGetOptions = {}):
         const failures = [version, props, metrics, models].filter((r) => r instanceof TargetReadError);
         throw failures.find((failure) => failure.kind === "auth") ?? failures[0] ?? new TargetReadError(`${baseUrl}: no answer`, "unreachable");
     }
+    // First: vLLM's metrics (our own `serve` exports them and answers llama.cpp's /props too; llama-server never has them).
+    if (isOk(metrics) && /^vllm:/m.test(metrics.text))
+        return "vllm";
     if (isJsonWith(props, (json) => "total_slots" in json || "default_generation_settings" in json))
         return "llamacpp";
     if (isOk(metrics) && /^llamacpp:/m.test(metrics.text))
         return "llamacpp";
-    if (isOk(metrics) && /^vllm:/m.test(metrics.text))
-        return "vllm";
     // Last: servers that export metrics may also speak Ollama's API (our own `serve` does), and their metrics say more.
     if (isJsonWith(version, (json) => typeof json.version === "string"))
         return "ollama";
