@@ -2,18 +2,19 @@
  * `POST /tokenize` and `POST /detokenize` as llama.cpp's server and vLLM serve them (the same paths, two body
  * shapes): llama.cpp's `{"content", "parse_special", "with_pieces"}` (the text alone) and vLLM's `{"prompt",
  * "add_special_tokens", "return_token_strs"}` (special tokens always parsed; `add_special_tokens`, default true, adds
- * BOS as a completion's text prompt gets it) or `{"messages"}` (the prompt a chat request would evaluate); `{"tokens"}`
+ * BOS as a completion's text prompt gets it) or `{"messages"}` (the prompt a chat request would evaluate, with its
+ * `tools` and `continue_final_message`); `{"tokens"}`
  * back to text. Answers carry both servers' fields, so either's clients read them. And vLLM's `GET /tokenizer_info`,
  * which clients that tokenize for the server read (lm-evaluation-harness's remote tokenizer).
  */
-import {maxCountTokensText, type ChatMessage} from "./engineMessages.js";
+import {maxCountTokensText, type ChatPromptInput} from "./engineMessages.js";
 import {parseChatCompletionRequest} from "./openaiApi.js";
 import {ApiRequestError, fail, optionalBooleanField} from "./openaiFields.js";
 import {isObject} from "./validation.js";
 
 /** `withPieces`: llama.cpp's `with_pieces` (tokens as `{id, piece}`); `withTokenStrs`: vLLM's `return_token_strs`. */
 export type TokenizeRequest = {
-    input: {text: string, specialTokens: boolean, asPrompt: boolean} | {messages: ChatMessage[]},
+    input: {text: string, specialTokens: boolean, asPrompt: boolean} | ChatPromptInput,
     withPieces: boolean, withTokenStrs: boolean
 };
 
@@ -38,8 +39,11 @@ export function parseTokenizeRequest(value: unknown): TokenizeRequest {
     if (!isObject(value))
         throw new ApiRequestError("the request body must be a JSON object", null);
     if (value.messages !== undefined) {
-        const {messages} = parseChatCompletionRequest({messages: value.messages});
-        return {input: {messages}, withPieces: false, withTokenStrs: optionalBooleanField(value, "return_token_strs") ?? false};
+        const {messages, tools, continueFinalMessage} = parseChatCompletionRequest({messages: value.messages, tools: value.tools,
+            continue_final_message: value.continue_final_message});
+        const input = {messages, ...tools !== undefined ? {tools} : {},
+            ...continueFinalMessage !== undefined ? {continueFinalMessage} : {}};
+        return {input, withPieces: false, withTokenStrs: optionalBooleanField(value, "return_token_strs") ?? false};
     }
     const key = typeof value.content === "string" ? "content" : "prompt";
     const text = value[key];

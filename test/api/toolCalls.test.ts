@@ -68,6 +68,24 @@ for (const [templateName, template] of Object.entries(toolTemplates)) {
                 assert.ok(parallel.usage!.completion_tokens === 200 && /^\s*(<tool_call>|\|\|call:)/.test(choice.message.content), choice.message.content);
         });
 
+        test("/tokenize with messages and tools (vLLM's body): the prompt the chat endpoint evaluates with those tools", async () => {
+            const origin = api.openai.baseURL.replace(/\/v1$/, "");
+            const count = async (body: Record<string, unknown>): Promise<number> => {
+                const response = await fetch(`${origin}/tokenize`, {method: "POST", headers: {"content-type": "application/json"},
+                    body: JSON.stringify(body)});
+                assert.equal(response.status, 200);
+                return (await response.json() as {count: number}).count;
+            };
+            const served = await api.openai.chat.completions.create({model: "m", messages: question, tools, max_tokens: 1});
+            const withTools = await count({messages: question, tools});
+            assert.equal(withTools, served.usage?.prompt_tokens);
+            assert.ok(withTools > await count({messages: question}), "the tools are part of the prompt");
+            const continued = [...question, {role: "assistant", content: "Let me"}];
+            const continuedServed = await api.openai.chat.completions.create({model: "m", messages: continued as never, max_tokens: 1,
+                ...{continue_final_message: true}});
+            assert.equal(await count({messages: continued, continue_final_message: true}), continuedServed.usage?.prompt_tokens);
+        });
+
         test("a named function: a call of that function; parallel_tool_calls false: exactly one call, streamed as one tool_calls delta", async () => {
             const named = await api.openai.chat.completions.create({model: "m", messages: question, tools, max_tokens: 300,
                 tool_choice: {type: "function", function: {name: "now"}}});

@@ -419,7 +419,7 @@ async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, cli
                         response: http.ServerResponse): Promise<void> {
     let result;
     try {
-        result = await client.tokenize("messages" in input ? {chat: {messages: input.messages}} : input, withPieces || withTokenStrs);
+        result = await client.tokenize("messages" in input ? {chat: input} : input, withPieces || withTokenStrs);
     } catch (error) {
         throw new ApiRequestError(`could not tokenize: ${errorMessage(error)}`, null, 400);
     }
