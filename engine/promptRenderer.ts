@@ -59,8 +59,8 @@ export function renderPrompt(model: LlamaModel,
         return textPrompt(model, plainChatText(messages, continues));
     // A template that does not write BOS itself still gets it where the vocabulary asks for it, as llama.cpp's server
     // does (an SPM model fine-tuned on ChatML, such as OpenHermes-Mistral): node-llama-cpp adds it only when the template does.
-    const tokens = chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues)
-        .tokenize(model.tokenizer);
+    const tokens = chatPromptTokens(model, chatPromptText(model, messages, offeredTools(model, request),
+        continues ? undefined : answerStart, continues));
     const bos = beginning(model);
     return bos.length > 0 && tokens[0] !== bos[0] ? [...bos, ...tokens] : tokens;
 }
@@ -80,9 +80,57 @@ export function renderChatText(model: LlamaModel, request: Pick<GenerateRequest,
     const continues = continuesFinalMessage(request);
     if (!hasChatTemplate(model))
         return plainChatText(messages, continues);
+    return textOf(model, chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues));
+}
+
+type LlamaTextValue = ReturnType<NodeLlamaCpp["LlamaText"]>;
+
+/** A rendered chat prompt as one string: its special tokens (BOS …) written as their text. */
+function textOf(model: LlamaModel, text: LlamaTextValue): string {
     const {SpecialToken} = chatWrapperModule!;
-    return chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues).values
-        .map((value) => value instanceof SpecialToken ? model.detokenize(value.tokenize(model.tokenizer), true) : value.toString()).join("");
+    return text.values.map((value) =>
+        value instanceof SpecialToken ? model.detokenize(value.tokenize(model.tokenizer), true) : value.toString()).join("");
+}
+
+/**
+ * A chat prompt's tokens as llama.cpp's server and vLLM get them: the rendered text tokenized whole, special tokens'
+ * text read as those tokens. node-llama-cpp tokenizes it piece by piece (template, message, template …), and a
+ * SentencePiece vocabulary then starts each piece after a template part with its word-start space (one `▁` token more
+ * per message where the template's markup is text, as in Llama 2's `[INST]` or ChatML on a vocabulary without those
+ * tokens) and merges nothing across pieces. A message whose text holds a control token's text (a file that quotes
+ * `<|im_end|>`) would have it read as that token: such a prompt keeps node-llama-cpp's tokenization, its messages text.
+ */
+function chatPromptTokens(model: LlamaModel, text: LlamaTextValue): Token[] {
+    const control = controlTokenTexts(model);
+    const {SpecialToken, SpecialTokensText} = chatWrapperModule!;
+    for (const value of text.values)
+        if (!(value instanceof SpecialToken) && !(value instanceof SpecialTokensText) && control !== undefined && control.test(value))
+            return text.tokenize(model.tokenizer);
+    return model.tokenize(textOf(model, text), true);
+}
+
+const controlTokenPatterns = new WeakMap<LlamaModel, RegExp | null>();
+
+/**
+ * A pattern matching the text of any of the vocabulary's control (or unknown) tokens — those that special-token parsing
+ * reads out of text; user-defined tokens llama.cpp reads either way. Built once per model (chatWrapperFor's preload).
+ */
+function controlTokenTexts(model: LlamaModel): RegExp | undefined {
+    let pattern = controlTokenPatterns.get(model);
+    if (pattern === undefined) {
+        const texts = new Set<string>();
+        for (const token of model.iterateAllTokens()) {
+            const attributes = model.getTokenAttributes(token);
+            if (attributes.control || attributes.unknown) {
+                const text = model.detokenize([token], true);
+                if (text !== "")
+                    texts.add(text);
+            }
+        }
+        pattern = texts.size === 0 ? null : new RegExp([...texts].map((text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"));
+        controlTokenPatterns.set(model, pattern);
+    }
+    return pattern ?? undefined;
 }
 
 /**
@@ -137,8 +185,10 @@ const chatWrappers = new WeakMap<LlamaModel, ChatWrapper>();
  */
 export async function preloadChatWrapper(model?: LlamaModel): Promise<void> {
     chatWrapperModule ??= await importNodeLlamaCpp();
-    if (model !== undefined && hasChatTemplate(model))
+    if (model !== undefined && hasChatTemplate(model)) {
         chatWrapperFor(model);
+        controlTokenTexts(model);
+    }
 }
 
 /** The model's chat wrapper, the same object every time (see `chatWrappers`). */
@@ -188,7 +238,7 @@ type ChatFunctions = Parameters<ChatWrapper["generateContextState"]>[0]["availab
 
 /** The chat prompt as node-llama-cpp's chat wrapper renders it (with the reasoning segment opened or closed as asked). */
 function chatPromptText(model: LlamaModel, messages: ChatMessage[], tools: ToolDefinition[] | undefined,
-                        answerStart: AnswerStart | undefined, continueFinal: boolean): ReturnType<NodeLlamaCpp["LlamaText"]> {
+                        answerStart: AnswerStart | undefined, continueFinal: boolean): LlamaTextValue {
     const wrapper = chatWrapperFor(model);
     let chatHistory;
     try {

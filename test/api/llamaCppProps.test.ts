@@ -1,7 +1,9 @@
 /**
  * llama.cpp's server's `GET /props` and `POST /apply-template`, against llama-server on the same demo model with a
  * ChatML chat template: the per-sequence context, the sequences, the template and the special tokens as llama-server
- * reports them, and the same prompt text for the same chat request.
+ * reports them, and the same prompt text for the same chat request — and the same prompt tokens: the text tokenized
+ * whole, as llama-server tokenizes it (on this SentencePiece vocabulary, whose ChatML markup is text, node-llama-cpp's
+ * piecewise tokenization added a word-start token after each message), unless a message quotes a control token.
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
@@ -55,7 +57,7 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             assert.equal(Math.fround(mine.default_generation_settings.params[key]), theirs.default_generation_settings.params[key], key);
     });
 
-    test("/apply-template: the same prompt text as llama-server's for the same chat", async () => {
+    test("/apply-template: the same prompt text as llama-server's for the same chat; the chat's tokens are llama-server's", async () => {
         const chats = [
             [{role: "system", content: "Be brief."}, {role: "user", content: "Hi there"}],
             [{role: "user", content: "Hi"}, {role: "assistant", content: "Hello"}, {role: "user", content: "Tell a story"}]
@@ -65,6 +67,18 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             assert.equal(mine, await applyTemplate(peer!.origin, {messages}), JSON.stringify(messages));
             assert.ok(mine.endsWith("<|im_start|>assistant\n"), mine);
         }
+        for (const messages of chats) {
+            const served = await api.openai.chat.completions.create({model: "m", messages: messages as never, max_tokens: 1,
+                ...{return_token_ids: true}}) as {prompt_token_ids?: number[]};
+            const text = await applyTemplate(peer!.origin, {messages});
+            const response = await fetch(`${peer!.origin}/tokenize`, {method: "POST", headers: {"content-type": "application/json"},
+                body: JSON.stringify({content: text, add_special: true, parse_special: true})});
+            assert.deepEqual(served.prompt_token_ids, (await response.json() as {tokens: number[]}).tokens, "llama-server's tokens for its prompt");
+        }
+        // A message quoting the end-of-sequence token's text keeps it as text: no EOS in the prompt.
+        const quoting = await api.openai.chat.completions.create({model: "m", messages: [{role: "user", content: "a</s>b"}], max_tokens: 1,
+            ...{return_token_ids: true}}) as {prompt_token_ids?: number[]};
+        assert.ok(!quoting.prompt_token_ids!.includes(2), JSON.stringify(quoting.prompt_token_ids));
         const bad = await fetch(`${ours()}/apply-template`, {method: "POST", headers: {"content-type": "application/json"}, body: "{\"messages\": []}"});
         assert.equal(bad.status, 400);
     });
