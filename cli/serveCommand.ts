@@ -41,6 +41,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
             engine: {current: () => client}, port: options.port, host: options.host, apiKeys: options.apiKeys,
             maxWaiting: options.maxWaiting,
             metrics: await pipeline.mountMetrics(),
+            onIgnoredField: (message) => io.stderr(`note: ${message}\n`),
             dashboard: {source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), engineStartedAt: () => readyAt, title: "Inference Monitor · serve"}
         });
     } catch (error) {

@@ -10,8 +10,9 @@
  * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
  * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`,
  * `t_max_predict_ms`, and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of llama-server's own
- * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`, `dynatemp_*`,
- * `typical_p`, `timings_per_token`) are ignored. `return_tokens` fills a whole answer's `tokens` with the generated ids (a
+ * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`,
+ * `timings_per_token`) are ignored; samplers node-llama-cpp lacks (`typical_p`, `mirostat`, …) too, said once
+ * (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's `tokens` with the generated ids (a
  * stream's pieces carry theirs always, as llama-server's). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
  * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */

@@ -126,7 +126,8 @@ export class ApiEndpoint implements vscode.Disposable {
                 host: "127.0.0.1",
                 apiKeys: this.key !== undefined ? [{key: this.key}] : [],
                 metrics: await this.controller.mountMetrics(),
-                onRejected: (reason) => this.log.warn(`OpenAI-compatible API refused a request: ${reason}`)
+                onRejected: (reason) => this.log.warn(`OpenAI-compatible API refused a request: ${reason}`),
+                onIgnoredField: (message) => this.log.warn(`OpenAI-compatible API: ${message}`)
             });
         } catch (error) {
             this.failedWith = config;

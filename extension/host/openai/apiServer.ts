@@ -53,6 +53,8 @@ import {serveOllama} from "../ollama/ollamaRoute.js";
 import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
 import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
+import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
+import {isObject} from "../../../protocol/validation.js";
 import {parseEmbeddingsRequest, parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingsRequest} from "../../../protocol/embeddingsApi.js";
 import {serveEmbeddings, serveOllamaEmbed, serveOllamaLegacyEmbeddings} from "../embeddings/embeddingsRoute.js";
 
@@ -81,7 +83,9 @@ export type ApiServerOptions = {
     /** Serves the dashboard at `/` (and its WebSocket); absent = 404. */
     dashboard?: Omit<DashboardServerOptions, "port" | "host">,
     /** Requests refused for a reason worth logging (bad host/origin/key, malformed body). */
-    onRejected?: (reason: string) => void
+    onRejected?: (reason: string) => void,
+    /** A sampling field served without (ignoredSamplingFields.ts): said once per field while the server runs. */
+    onIgnoredField?: (message: string) => void
 };
 
 export class ApiServerError extends Error {
@@ -96,6 +100,8 @@ export class ApiServer {
     private dashboard: DashboardServer | undefined;
     private readonly keys: ApiKeyCheck;
     private closed = false;
+    /** The sampling fields already reported as ignored (onIgnoredField). */
+    private readonly reportedIgnored = new Set<string>();
 
     private constructor(
         private readonly options: ApiServerOptions,
@@ -278,6 +284,12 @@ export class ApiServer {
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
+        if (isObject(body))
+            for (const {field, message} of ignoredSamplingFields(body))
+                if (!this.reportedIgnored.has(field)) {
+                    this.reportedIgnored.add(field);
+                    this.options.onIgnoredField?.(message);
+                }
         const client = this.readyEngine();
         if (client === undefined || client.info === undefined) {
             const state = this.options.engine.current()?.state;
