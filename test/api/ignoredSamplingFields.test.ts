@@ -37,9 +37,11 @@ describe("sampling fields served without (typical_p, mirostat, …): said once p
         assert.equal(await post("/completion", {prompt: "Hi", typical_p: 0.9}), 200);
         assert.equal(await post("/v1/completions", {prompt: "Hi", typical_p: 0.5, mirostat: 2}), 200);
         assert.equal(await post("/v1/chat/completions", {messages: [{role: "user", content: "Hi"}], mirostat: 1, dynatemp_range: 0.5}), 200);
-        assert.equal(notes.length, 3, notes.join("\n"));
+        assert.equal(await post("/api/generate", {model: "m", prompt: "Hi", stream: false, options: {top_n_sigma: 1.5, num_predict: 2}}), 200);
+        assert.equal(notes.length, 4, notes.join("\n"));
         assert.match(notes[0]!, /^typical_p=0\.9 is ignored: node-llama-cpp has no locally typical sampling/);
         assert.match(notes[1]!, /^mirostat=2 is ignored/);
         assert.match(notes[2]!, /^dynatemp_range=0\.5 is ignored/);
+        assert.match(notes[3]!, /^top_n_sigma=1\.5 is ignored/, "Ollama's options too");
     });
 });

@@ -284,8 +284,9 @@ export class ApiServer {
             throw new ApiRequestError(`no route ${method} ${pathname}`, null, 404, "invalid_request_error", "not_found");
         requireMethod(method, ["POST"]);
         const body = await readJsonBody(request);
+        // Top-level on llama.cpp's and the OpenAI routes, in `options` on Ollama's.
         if (isObject(body))
-            for (const {field, message} of ignoredSamplingFields(body))
+            for (const {field, message} of ignoredSamplingFields(isObject(body.options) ? {...body, ...body.options} : body))
                 if (!this.reportedIgnored.has(field)) {
                     this.reportedIgnored.add(field);
                     this.options.onIgnoredField?.(message);
