@@ -8,7 +8,7 @@ import {
 } from "../protocol/engineMessages.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {
-    type AnswerStart, hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, reasoningSyntaxFor, renderChatText, renderPrompt,
+    type AnswerStart, hasChatTemplate, offeredTools, preloadChatWrapper, PromptInputError, reasoningSyntaxFor, renderChat, renderPrompt,
     toolCallSyntaxFor
 } from "./promptRenderer.js";
 import {ReasoningSplitter} from "./reasoning/reasoningSplitter.js";
@@ -254,11 +254,12 @@ export class Engine {
         const model = this.loaded.model;
         try {
             const opens = reasoningSyntaxFor(model)?.opensOnAnswerStart === true;
-            const tokens = chat !== undefined ? renderPrompt(model, chat, opens ? "open" : undefined)
+            const rendered = chat !== undefined ? renderChat(model, chat, opens ? "open" : undefined) : undefined;
+            const tokens = rendered !== undefined ? rendered.tokens
                 : asPrompt === true ? renderPrompt(model, {prompt: text ?? ""}) : model.tokenize(text ?? "", specialTokens);
             const context = pieces ? this.pieceContext() : [];
             this.sink({type: "tokenized", seq, tokens, pieces: pieces ? tokens.map((token) => model.detokenize([token], true, context)) : [],
-                ...chat !== undefined ? {text: renderChatText(model, chat, opens ? "open" : undefined)} : {}});
+                ...rendered !== undefined ? {text: rendered.text} : {}});
         } catch (error) {
             this.sink({type: "tokenized", seq, tokens: [], pieces: [], error: errorMessage(error)});
         }
@@ -789,7 +790,7 @@ export class Engine {
                     if (request.stop === "cancel")
                         break;
                     const own = confidence !== undefined ? new Map([[token, confidence]]) : undefined;
-                    this.recordToken(request, token, t, probabilities ?? own);
+                    const ending = this.recordToken(request, token, t, probabilities ?? own);
                     if (request.lineLimits?.stopped === true) {
                         reason = "length";
                         break;
@@ -802,13 +803,10 @@ export class Engine {
                         reason = "length";
                         break;
                     }
-                    if (!request.ignoreEos && this.loaded.model.isEogToken(token)) {
+                    if (ending !== undefined) {
                         reason = "stop";
-                        break;
-                    }
-                    if (request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens) {
-                        reason = "stop";
-                        request.stoppedBy = token;
+                        if (ending === "stopToken")
+                            request.stoppedBy = token;
                         break;
                     }
                     if (request.stop === "preempt")
@@ -867,13 +865,17 @@ export class Engine {
             scoredPromptTokenLogprob(this.loaded.model, input[from + i + 1]!, result?.next.probabilities, top, this.pieceContext()));
     }
 
-    /** `probabilities`: the sampler's, when the request asked for log-probabilities. */
-    private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined): void {
+    /**
+     * `probabilities`: the sampler's, when the request asked for log-probabilities. Returns whether the token ends the
+     * answer: "end" (an end-of-generation token, unless ignored), "stopToken" (one of its stop ids, once minTokens are out).
+     */
+    private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined):
+    "end" | "stopToken" | undefined {
         request.generated.push(token);
-        // As vLLM, the token that ends the answer (the end of text, a stop id) is not part of its text unless asked for.
-        const ends = (!request.ignoreEos && this.loaded.model.isEogToken(token)) ||
-            (request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens);
-        const piece = ends && !request.outputsStopToken ? "" : request.detokenizer.push(token);
+        const ending = !request.ignoreEos && this.loaded.model.isEogToken(token) ? "end"
+            : request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens ? "stopToken" : undefined;
+        // As vLLM, the token that ends the answer is not part of its text unless asked for.
+        const piece = ending !== undefined && !request.outputsStopToken ? "" : request.detokenizer.push(token);
         const text = request.stopStrings.push(piece, request.generated.length >= request.minTokens);
         const limits = request.lineLimits;
         this.addOutput(request, limits === undefined ? text : limits.push(text), true);
@@ -887,6 +889,7 @@ export class Engine {
         this.stepTokens++;
         this.stats?.counters.add(CounterSlot.generationTokensTotal, 1);
         this.scheduleFlush();
+        return ending;
     }
 
     /**
@@ -1077,7 +1080,6 @@ function inputTokens(request: ActiveRequest): Token[] {
     return request.generated.length === 0 ? request.promptTokens : request.promptTokens.concat(request.generated);
 }
 
-/** Why a request's parameters cannot be served, or undefined when they can. */
 /**
  * The temperature that stands for 0 under XTC: node-llama-cpp's greedy sampler runs XTC on the whole vocabulary, while
  * llama.cpp's server, at temperature 0, runs it after top-k, top-p and min-p as at any other; a temperature this low
@@ -1085,6 +1087,7 @@ function inputTokens(request: ActiveRequest): Token[] {
  */
 const xtcGreedyTemperature = 1e-6;
 
+/** Why a request's parameters cannot be served, or undefined when they can. */
 function invalidParameter(request: GenerateRequest, allowDebugRequests: boolean): string | undefined {
     if (request.debugBlockMs !== undefined && !allowDebugRequests)
         return "debugBlockMs is a test-only field and this engine does not allow debug requests";

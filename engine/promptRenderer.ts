@@ -53,16 +53,7 @@ export function renderPrompt(model: LlamaModel,
     }
     if (request.prompt !== undefined)
         return textPrompt(model, request.prompt);
-    const messages = request.messages ?? [];
-    const continues = continuesFinalMessage(request);
-    if (!hasChatTemplate(model))
-        return textPrompt(model, plainChatText(messages, continues));
-    // A template that does not write BOS itself still gets it where the vocabulary asks for it, as llama.cpp's server
-    // does (an SPM model fine-tuned on ChatML, such as OpenHermes-Mistral): node-llama-cpp adds it only when the template does.
-    const tokens = chatPromptTokens(model, chatPromptText(model, messages, offeredTools(model, request),
-        continues ? undefined : answerStart, continues));
-    const bos = beginning(model);
-    return bos.length > 0 && tokens[0] !== bos[0] ? [...bos, ...tokens] : tokens;
+    return renderChat(model, request, answerStart).tokens;
 }
 
 /** Continuing the final assistant message: it stays open (node-llama-cpp renders a history's last model response so). */
@@ -71,16 +62,24 @@ function continuesFinalMessage(request: Pick<GenerateRequest, "messages" | "cont
 }
 
 /**
- * A chat request's prompt as text, as its template writes it (special tokens as their text; llama.cpp's server's
- * `/apply-template`): what `renderPrompt` tokenizes, without the BOS the vocabulary adds by itself.
+ * A chat request's prompt: its tokens (what `renderPrompt` gives) and its text as the template writes it (special tokens
+ * as their text; llama.cpp's server's `/apply-template`), without the BOS the vocabulary adds by itself.
  */
-export function renderChatText(model: LlamaModel, request: Pick<GenerateRequest, "messages" | "tools" | "continueFinalMessage">,
-                               answerStart?: AnswerStart): string {
+export function renderChat(model: LlamaModel, request: Pick<GenerateRequest, "messages" | "tools" | "continueFinalMessage">,
+                           answerStart?: AnswerStart): {tokens: Token[], text: string} {
     const messages = request.messages ?? [];
     const continues = continuesFinalMessage(request);
-    if (!hasChatTemplate(model))
-        return plainChatText(messages, continues);
-    return textOf(model, chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues));
+    if (!hasChatTemplate(model)) {
+        const text = plainChatText(messages, continues);
+        return {tokens: textPrompt(model, text), text};
+    }
+    const rendered = chatPromptText(model, messages, offeredTools(model, request), continues ? undefined : answerStart, continues);
+    const text = textOf(model, rendered);
+    const tokens = chatPromptTokens(model, rendered, text);
+    // A template that does not write BOS itself still gets it where the vocabulary asks for it, as llama.cpp's server
+    // does (an SPM model fine-tuned on ChatML, such as OpenHermes-Mistral): node-llama-cpp adds it only when the template does.
+    const bos = beginning(model);
+    return {tokens: bos.length > 0 && tokens[0] !== bos[0] ? [...bos, ...tokens] : tokens, text};
 }
 
 type LlamaTextValue = ReturnType<NodeLlamaCpp["LlamaText"]>;
@@ -93,20 +92,20 @@ function textOf(model: LlamaModel, text: LlamaTextValue): string {
 }
 
 /**
- * A chat prompt's tokens as llama.cpp's server and vLLM get them: the rendered text tokenized whole, special tokens'
+ * A chat prompt's tokens as llama.cpp's server and vLLM get them: its `text` tokenized whole, special tokens'
  * text read as those tokens. node-llama-cpp tokenizes it piece by piece (template, message, template …), and a
  * SentencePiece vocabulary then starts each piece after a template part with its word-start space (one `▁` token more
  * per message where the template's markup is text, as in Llama 2's `[INST]` or ChatML on a vocabulary without those
  * tokens) and merges nothing across pieces. A message whose text holds a control token's text (a file that quotes
  * `<|im_end|>`) would have it read as that token: such a prompt keeps node-llama-cpp's tokenization, its messages text.
  */
-function chatPromptTokens(model: LlamaModel, text: LlamaTextValue): Token[] {
+function chatPromptTokens(model: LlamaModel, rendered: LlamaTextValue, text: string): Token[] {
     const control = controlTokenTexts(model);
     const {SpecialToken, SpecialTokensText} = chatWrapperModule!;
-    for (const value of text.values)
+    for (const value of rendered.values)
         if (!(value instanceof SpecialToken) && !(value instanceof SpecialTokensText) && control !== undefined && control.test(value))
-            return text.tokenize(model.tokenizer);
-    return model.tokenize(textOf(model, text), true);
+            return rendered.tokenize(model.tokenizer);
+    return model.tokenize(text, true);
 }
 
 const controlTokenPatterns = new WeakMap<LlamaModel, RegExp | null>();
