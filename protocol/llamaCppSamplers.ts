@@ -10,9 +10,9 @@ import {
 import {fail, optionalNumberField} from "./openaiFields.js";
 import type {JsonObject} from "./validation.js";
 
-/** llama.cpp's defaults for the fields a request leaves out. */
-const dryDefaults = {base: 1.75, allowedLength: 2, lastTokens: 64, sequenceBreakers: ["\n", ":", "\"", "*"]};
-const defaultXtcThreshold = 0.1;
+/** llama.cpp's defaults for the fields a request leaves out (also what `/props` reports). */
+export const dryDefaults = {base: 1.75, allowedLength: 2, lastTokens: 64, sequenceBreakers: ["\n", ":", "\"", "*"]} as const;
+export const defaultXtcThreshold = 0.1;
 
 export type LlamaCppSamplers = Pick<GenerateRequest, "dry" | "xtc">;
 

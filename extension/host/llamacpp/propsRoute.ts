@@ -4,6 +4,8 @@
  * prompt a chat request renders to.
  */
 import type {ApplyTemplateAnswer, LlamaCppProps} from "../../../protocol/llamaCppProps.js";
+import {defaultXtcThreshold, dryDefaults} from "../../../protocol/llamaCppSamplers.js";
+import {defaultPenaltyLastTokens, type EngineInfo} from "../../../protocol/engineMessages.js";
 import type {ChatCompletionRequest} from "../../../protocol/openaiApi.js";
 import {ApiRequestError} from "../../../protocol/openaiFields.js";
 import {errorMessage} from "../../../common/errorMessage.js";
@@ -12,16 +14,15 @@ import type {EngineClient} from "../engineClient/engineClient.js";
 /** What the server is, in llama-server's `build_info` slot. */
 const buildInfo = "inference-monitor 0.1.0 (node-llama-cpp 3.21.1)";
 
-export async function llamaCppProps(client: EngineClient, modelId: string, metrics: boolean): Promise<LlamaCppProps> {
-    const info = client.info;
-    if (info === undefined)
-        throw new ApiRequestError("no model is running", null, 503, "server_error", "engine_unavailable");
+/** `info`: the running engine's (the caller answers 503 while there is none). */
+export async function llamaCppProps(client: EngineClient, info: EngineInfo, modelId: string, metrics: boolean): Promise<LlamaCppProps> {
     const {bos, eos, chatTemplate} = await client.tokenizerInfo();
     return {
         default_generation_settings: {n_ctx: info.contextSize, params: {
-            n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: 64, repeat_penalty: 1,
-            presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: 1.75, dry_allowed_length: 2, dry_penalty_last_n: 64,
-            xtc_probability: 0, xtc_threshold: 0.1, stop: [], ignore_eos: false, stream: false
+            n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: defaultPenaltyLastTokens,
+            repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: dryDefaults.base,
+            dry_allowed_length: dryDefaults.allowedLength, dry_penalty_last_n: dryDefaults.lastTokens, xtc_probability: 0,
+            xtc_threshold: defaultXtcThreshold, stop: [], ignore_eos: false, stream: false
         }},
         total_slots: info.parallel,
         model_alias: modelId,

@@ -276,7 +276,8 @@ export class ApiServer {
             if (client?.info === undefined)
                 throw new ApiRequestError(this.options.engine.current()?.state === "loading" ? "Loading model" : "no model is running", null, 503,
                     "unavailable_error", "engine_unavailable");
-            return sendJson(response, 200, await llamaCppProps(client, modelId(client.info), this.options.metrics !== undefined));
+            const props = await llamaCppProps(client, client.info, modelId(client.info), this.options.metrics !== undefined);
+            return sendJson(response, 200, props);
         }
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
