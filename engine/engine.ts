@@ -78,7 +78,6 @@ type ActiveRequest = {
      * cache saved it), the KV gauge counts only the kept prefix for it.
      */
     tailErased: boolean,
-    scheduledOnce: boolean,
     stop: "cancel" | "preempt" | undefined,
     detokenizer: StreamingDetokenizer,
     stopStrings: StopStringMatcher,
@@ -353,7 +352,6 @@ export class Engine {
             cachedTokens: 0,
             restore: undefined,
             tailErased: false,
-            scheduledOnce: false,
             stop: undefined,
             detokenizer: new StreamingDetokenizer(this.loaded.model, request.outputSpecialTokens === true),
             stopStrings: new StopStringMatcher([...request.stop ?? [], ...request.responseFormat !== undefined && request.responseFormat.type !== "grammar"
@@ -617,13 +615,11 @@ export class Engine {
         void this.run(request, slot, t);
     }
 
-    /** The request's first `scheduled` event (a preempted one resuming is not scheduled again). */
+    /** The request is on its sequence (the host counts a preempted one resuming as scheduled once, as vLLM). */
     private emitScheduled(request: ActiveRequest, t: number, restoredTokens: number): void {
-        if (request.scheduledOnce)
-            return;
-        request.scheduledOnce = true;
+        const sequence = request.slot === undefined ? -1 : this.slots.indexOf(request.slot);
         this.emit({kind: "scheduled", id: request.id, t, cachedTokens: request.cachedTokens,
-            ...(this.promptCache !== undefined ? {restoredTokens} : {})});
+            ...(this.promptCache !== undefined ? {restoredTokens} : {}), ...(sequence >= 0 ? {sequence} : {})});
     }
 
     /**

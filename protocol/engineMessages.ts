@@ -377,12 +377,13 @@ export type RequestEvent =
     | {kind: "inputProcessed", id: string, t: number, promptTokens: number, promptTokenIds?: number[]}
     | {kind: "queued", id: string, t: number}
     /**
-     * First put on a sequence. `cachedTokens`: leading prompt tokens already in that sequence's KV cache
-     * from an earlier request (prefix caching), so only the rest was evaluated; 0 when caching is off.
+     * Put on a sequence: first, and again when resuming after a preemption. `sequence`: which one (0 … parallel − 1;
+     * absent for an embedding, which runs on a context of its own). `cachedTokens`: leading prompt tokens already in that
+     * sequence's KV cache from an earlier request (prefix caching), so only the rest was evaluated; 0 when caching is off.
      * `restoredTokens`: of those, the ones restored from the prompt cache (EngineOptions.promptCacheMiB) rather
      * than found on the sequence; present only when the prompt cache is on (0: it had nothing better).
      */
-    | {kind: "scheduled", id: string, t: number, cachedTokens: number, restoredTokens?: number}
+    | {kind: "scheduled", id: string, t: number, cachedTokens: number, restoredTokens?: number, sequence?: number}
     /**
      * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
      * stable text; `reasoning` the part of it that is the model's reasoning (`separateReasoning`), not in `text`;
@@ -784,7 +785,11 @@ function parseRequestEvent(value: unknown): RequestEvent {
             const restoredTokens = optionalInteger(obj, "restoredTokens", what);
             if (restoredTokens !== undefined && (restoredTokens < 0 || restoredTokens > cachedTokens))
                 throw new ProtocolError(`${what}.restoredTokens: ${restoredTokens} is not between 0 and cachedTokens (${cachedTokens})`);
-            return {kind, id, t: expectNumber(obj, "t", what), cachedTokens, ...(restoredTokens !== undefined ? {restoredTokens} : {})};
+            const sequence = optionalInteger(obj, "sequence", what);
+            if (sequence !== undefined && sequence < 0)
+                throw new ProtocolError(`${what}.sequence: ${sequence} is not a sequence index`);
+            return {kind, id, t: expectNumber(obj, "t", what), cachedTokens, ...(restoredTokens !== undefined ? {restoredTokens} : {}),
+                ...(sequence !== undefined ? {sequence} : {})};
         }
         case "finished": {
             const event: RequestEvent = {

@@ -74,6 +74,8 @@ export type RequestLifecycle = {
      * sequence; absent when the engine has no prompt cache (and until scheduled).
      */
     restoredTokens?: number,
+    /** The engine sequence it runs on, or last ran on (0 … parallel − 1; llama.cpp's slot id); absent until scheduled. */
+    sequence?: number,
     generatedTokens: number,
     metrics: RequestMetrics
 };

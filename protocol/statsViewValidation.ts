@@ -156,6 +156,7 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
     for (const key of ["priority", "maxTokens", "arrival", "promptTokens", "cachedTokens", "generatedTokens"])
         expectNumber(obj, key, what);
     optionalNumberField(obj, "restoredTokens", what);
+    optionalNumberField(obj, "sequence", what);
     for (const key of recordTimeKeys)
         optionalNumberField(obj, key, what);
     const preemptions = expectArray(obj, "preemptions", what, payloadLimits.preemptions);

@@ -203,8 +203,14 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
 
         test("a higher-priority request preempts the running one, which still completes with all its tokens", async () => {
             const steps: EngineStep[] = [];
-            client.observe({onOutputs: (step) => steps.push(step)});
-            const low = client.generate({prompt, maxTokens: 300, ignoreEos: true, priority: 0});
+            const lowPhases: string[] = [];
+            client.observe({onOutputs: (step) => {
+                steps.push(step);
+                const lifecycle = step.iteration.updated.find((r) => r.id === "low");
+                if (lifecycle !== undefined && lifecycle.phase !== lowPhases.at(-1))
+                    lowPhases.push(lifecycle.phase);
+            }});
+            const low = client.generate({id: "low", prompt, maxTokens: 300, ignoreEos: true, priority: 0});
             await new Promise<void>((resolve) => low.onChunk(() => resolve()));
             const high = client.generate({prompt: "High priority", maxTokens: 10, ignoreEos: true, priority: 5});
             const [lowResult, highResult] = await Promise.all([low.done, high.done]);
@@ -215,6 +221,10 @@ for (const mode of ["process", "inProcess"] as EngineMode[]) {
             assert.ok(lowResult.preemptions.length >= 1);
             assert.ok(steps.some((step) => step.iteration.preemptions > 0 && step.iteration.updated.some((r) => r.id === low.id)));
             assert.ok(highResult.finished < lowResult.finished, "high finished first");
+            // Resumed: put on the sequence again (running, as the engine says so), on the one sequence there is.
+            assert.deepEqual(lowPhases.slice(lowPhases.indexOf("preempted")), ["preempted", "running", "finished"]);
+            assert.equal(lowResult.sequence, 0);
+            assert.equal(highResult.sequence, 0);
         });
 
         test("a scored prompt is scored once: preempted while generating, it resumes without scoring again", async () => {

@@ -110,9 +110,9 @@ describe("DashboardServer", () => {
         assert.equal((JSON.parse(json.body) as {counters: {requests: {completed: number}}}).counters.requests.completed, 1);
         const csv = await get(server.port, `/export-requests.csv?token=${server.token}`);
         const lines = csv.body.trim().split("\r\n");
-        assert.match(lines[0]!, /^id,client,phase,finished_reason,priority,max_tokens,prompt_tokens,cached_tokens,restored_tokens,generated_tokens,.*ttft_ms/);
+        assert.match(lines[0]!, /^id,client,phase,finished_reason,priority,max_tokens,prompt_tokens,cached_tokens,restored_tokens,generated_tokens,sequence,.*ttft_ms/);
         assert.equal(lines.length, 2);
-        assert.match(lines[1]!, /^warm-up,test,finished,length,0,16,8,3,,16,/, "restored_tokens empty: an engine without a prompt cache");
+        assert.match(lines[1]!, /^warm-up,test,finished,length,0,16,8,3,,16,0,/, "restored_tokens empty: an engine without a prompt cache; sequence 0");
         const series = await get(server.port, `/export.csv?token=${server.token}`);
         assert.match(String(series.headers["content-disposition"]), /-timeseries\.csv"/);
         assert.match(series.body.split("\r\n")[0]!, /^time,prompt_tokens_per_s,generation_tokens_per_s,requests_per_s,ttft_p50_ms/);

@@ -233,7 +233,7 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.ok(later > Number(/(\d+) s ago/.exec(first)?.[1]), `"${first}" then ${later} s`);
     });
 
-    test("the timeline's tooltip tells a request's own output tok/s, TTFT and mean ITL", async () => {
+    test("the timeline's tooltip tells a request's own output tok/s, TTFT, mean ITL and sequence", async () => {
         const canvas = page.locator('canvas[data-chart="timeline"]');
         await canvas.scrollIntoViewIfNeeded();
         await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
@@ -256,8 +256,10 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.deepEqual(tooltip.afterBody, [
             `output ${written(16 / seconds)} tok/s (16 tokens in ${written(seconds)} s)`,
             `TTFT ${written(toMs((record.firstDelivered! - record.arrival) / 1000))} ms`,
-            `ITL ${written(toMs((record.lastToken! - record.firstToken!) / 1000 / 15))} ms (mean)`
+            `ITL ${written(toMs((record.lastToken! - record.firstToken!) / 1000 / 15))} ms (mean)`,
+            `sequence ${record.sequence}`
         ]);
+        assert.ok(Number.isInteger(record.sequence), "the engine said which sequence ran it");
         assert.ok(tooltip.lines.some((line) => /^decode \d+(\.\d+)? ms$/.test(line)), `body ${JSON.stringify(tooltip.lines)}`);
         await page.mouse.move(0, 0);
     });

@@ -40,7 +40,7 @@ export function fakeStats(): FakeStats {
         feed.send({kind: "arrival", id, t, priority: 0, maxTokens: 16, ...(options.client !== undefined ? {client: options.client} : {})});
         feed.send({kind: "inputProcessed", id, t: t + 1, promptTokens: 8, receivedAt: t + 1});
         feed.send({kind: "queued", id, t: t + 2, receivedAt: t + 2});
-        feed.send({kind: "scheduled", id, t: t + 5, cachedTokens: options.cachedTokens ?? 0, receivedAt: t + 5});
+        feed.send({kind: "scheduled", id, t: t + 5, cachedTokens: options.cachedTokens ?? 0, sequence: 0, receivedAt: t + 5});
         feed.step({t: t + 6, running: 1, waiting: 0, stepTokens: 8, kvUsedTokens: 24, kvCapacityTokens: 1024});
         if (options.preempt === true)
             feed.send({kind: "preempted", id, t: t + 7, receivedAt: t + 7});

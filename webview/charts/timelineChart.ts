@@ -26,7 +26,7 @@ type Marker = {x: number, y: string, row: number};
 
 export type TimelineRow = {
     id: string, client: string, label: string, queue: Bar, prefill: Bar, decode: Bar, failed: boolean, preemptions: number[],
-    /** The tooltip's lines about the whole request (its output tok/s, TTFT, mean ITL). */
+    /** The tooltip's lines about the whole request (its output tok/s, TTFT, mean ITL, the engine sequence it ran on). */
     speed: string[]
 };
 
@@ -54,7 +54,7 @@ export function timelineRowsOf(requests: Iterable<RequestLifecycle>, now: number
             decode: record.firstToken === undefined ? null : span(record.firstToken, end),
             failed: record.reason === "error" || record.reason === "abort",
             preemptions: record.preemptions,
-            speed: requestSpeedLines(record, now)
+            speed: [...requestSpeedLines(record, now), ...record.sequence !== undefined ? [`sequence ${record.sequence}`] : []]
         };
     });
 }

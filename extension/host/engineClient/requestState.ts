@@ -110,6 +110,8 @@ export class RequestState {
                         iteration.externalPrefixCacheHits += event.restoredTokens;
                     }
                 }
+                if (event.sequence !== undefined)
+                    lifecycle.sequence = event.sequence;
                 lifecycle.phase = "running";
                 return;
             case "preempted":

@@ -23,6 +23,7 @@ const csvColumns: ReadonlyArray<[string, (record: RequestLifecycle) => string | 
     ["cached_tokens", (r) => r.cachedTokens],
     ["restored_tokens", (r) => r.restoredTokens],
     ["generated_tokens", (r) => r.generatedTokens],
+    ["sequence", (r) => r.sequence],
     ["preemptions", (r) => r.preemptions.length],
     ["arrival", (r) => new Date(r.arrival).toISOString()],
     ["ttft_ms", (r) => ms(r.metrics.ttftS)],
