@@ -24,7 +24,7 @@ export type LlamaCppProps = {
     bos_token: string,
     eos_token: string,
     build_info: string,
-    endpoint_slots: false,
+    endpoint_slots: true,
     endpoint_props: true,
     endpoint_metrics: boolean,
     is_sleeping: false

@@ -357,6 +357,10 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
             // Its other routes pass too.
             assert.equal((await fetch(`${proxy.url}/health`)).status, 200);
             assert.equal((await fetch(`${proxy.url}/tokenize`, {method: "POST", body: JSON.stringify({content: "Once"})})).status, 200);
+            const slots = await (await fetch(`${proxy.url}/slots`)).json() as Array<{id: number}>;
+            assert.deepEqual(slots.map((slot) => slot.id), [0, 1], "llama-server's two slots");
+            const template = await fetch(`${proxy.url}/apply-template`, {method: "POST", body: JSON.stringify({messages: [{role: "user", content: "Hi"}]})});
+            assert.equal(template.status, 200, await template.text());
         } finally {
             await proxy.close();
         }

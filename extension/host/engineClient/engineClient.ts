@@ -16,6 +16,7 @@ import {InProcessTransport} from "./inProcessTransport.js";
 import {checkModelLoadsInChildProcess, ModelLoadCheckError} from "./modelLoadCheck.js";
 import {OutputProcessor} from "./outputProcessor.js";
 import {RequestHandle} from "./requestHandle.js";
+import {SequenceSlots, type SequenceSlot} from "./sequenceSlots.js";
 import {StatsChannelServer} from "./statsChannelServer.js";
 
 export type EngineMode = "process" | "inProcess";
@@ -69,10 +70,14 @@ export class EngineClient {
     private statsServer: StatsChannelServer | undefined;
     private readonly observers = new Set<EngineObserver>();
     private readonly handles = new Map<string, RequestHandle>();
+    private readonly slots = new SequenceSlots();
     private readonly outputs = new OutputProcessor({
         onQueued: (id, promptTokens, promptTokenIds) => this.handles.get(id)?.markQueued(promptTokens, promptTokenIds),
         onPromptLogprobs: (id, scores) => this.handles.get(id)?.setPromptLogprobs(scores),
-        onChunk: (id, chunk) => this.handles.get(id)?.pushChunk(chunk),
+        onChunk: (id, chunk) => {
+            this.slots.text(id, chunk.text);
+            this.handles.get(id)?.pushChunk(chunk);
+        },
         onFinished: (id, result) => {
             this.handles.get(id)?.complete(result);
             this.handles.delete(id);
@@ -92,7 +97,9 @@ export class EngineClient {
     private onReadyOnce: ((info: EngineInfo) => void) | undefined;
     rejectedCount = 0;
 
-    constructor(readonly options: EngineClientOptions = {}) {}
+    constructor(readonly options: EngineClientOptions = {}) {
+        this.observe({onOutputs: (step) => this.slots.onStep(step)});
+    }
 
     /** Calls the observer's methods from now on; returns the function that stops them. */
     observe(observer: EngineObserver): () => void {
@@ -112,6 +119,11 @@ export class EngineClient {
         return this.options.mode ?? "process";
     }
 
+    /** The request engine sequence `sequence` runs now, or last ran (undefined: none since the engine started). */
+    sequenceSlot(sequence: number): SequenceSlot | undefined {
+        return this.slots.slot(sequence);
+    }
+
     /** Requests sent and not yet finished. */
     get inFlightCount(): number {
         return this.outputs.inFlightCount;
@@ -128,6 +140,7 @@ export class EngineClient {
             throw new Error("engine already started");
         if (this.mode === "inProcess")
             await this.checkModelOutOfProcess();
+        this.slots.clear();
         const statsIntervalMs = this.options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs;
         const engineOptions: EngineOptions = {...stripClientOptions(this.options), statsIntervalMs};
         const gpuSetting = this.options.gpu ?? defaultEngineOptions.gpu;
@@ -193,7 +206,9 @@ export class EngineClient {
     generate(input: GenerateInput): RequestHandle {
         const {client, id: givenId, ...fields} = input;
         const id = givenId ?? randomUUID();
-        return this.submit(id, client, input.priority ?? 0, input.maxTokens, {type: "generate", request: {...fields, id}});
+        const request = {...fields, id};
+        this.slots.sentRequest(request);
+        return this.submit(id, client, input.priority ?? 0, input.maxTokens, {type: "generate", request});
     }
 
     /** Sends an embed request; the handle resolves with the vector in the result's `embedding` (no text streams). */

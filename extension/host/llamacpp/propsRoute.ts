@@ -3,7 +3,7 @@
  * what they read there: the per-sequence context, the sequences, the model, its template and special tokens, and the
  * prompt a chat request renders to.
  */
-import type {ApplyTemplateAnswer, LlamaCppProps} from "../../../protocol/llamaCppProps.js";
+import type {ApplyTemplateAnswer, LlamaCppDefaultParams, LlamaCppProps} from "../../../protocol/llamaCppProps.js";
 import {defaultXtcThreshold, dryDefaults} from "../../../protocol/llamaCppSamplers.js";
 import {defaultPenaltyLastTokens, type EngineInfo} from "../../../protocol/engineMessages.js";
 import type {ChatCompletionRequest} from "../../../protocol/openaiApi.js";
@@ -14,16 +14,19 @@ import type {EngineClient} from "../engineClient/engineClient.js";
 /** What the server is, in llama-server's `build_info` slot. */
 const buildInfo = "inference-monitor 0.1.0 (node-llama-cpp 3.21.1)";
 
+/** What a request gets for the settings it leaves out (GenerateRequest's defaults, in llama-server's names). */
+export const defaultParams: Readonly<LlamaCppDefaultParams> = {
+    n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: defaultPenaltyLastTokens,
+    repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: dryDefaults.base,
+    dry_allowed_length: dryDefaults.allowedLength, dry_penalty_last_n: dryDefaults.lastTokens, xtc_probability: 0,
+    xtc_threshold: defaultXtcThreshold, stop: [], ignore_eos: false, stream: false
+};
+
 /** `info`: the running engine's (the caller answers 503 while there is none). */
 export async function llamaCppProps(client: EngineClient, info: EngineInfo, modelId: string, metrics: boolean): Promise<LlamaCppProps> {
     const {bos, eos, chatTemplate} = await client.tokenizerInfo();
     return {
-        default_generation_settings: {n_ctx: info.contextSize, params: {
-            n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: defaultPenaltyLastTokens,
-            repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: dryDefaults.base,
-            dry_allowed_length: dryDefaults.allowedLength, dry_penalty_last_n: dryDefaults.lastTokens, xtc_probability: 0,
-            xtc_threshold: defaultXtcThreshold, stop: [], ignore_eos: false, stream: false
-        }},
+        default_generation_settings: {n_ctx: info.contextSize, params: defaultParams},
         total_slots: info.parallel,
         model_alias: modelId,
         model_path: info.model.path,
@@ -32,7 +35,7 @@ export async function llamaCppProps(client: EngineClient, info: EngineInfo, mode
         bos_token: bos ?? "",
         eos_token: eos ?? "",
         build_info: buildInfo,
-        endpoint_slots: false,
+        endpoint_slots: true,
         endpoint_props: true,
         endpoint_metrics: metrics,
         is_sleeping: false

@@ -52,6 +52,7 @@ import {ollamaRunningEntry, ollamaShow, ollamaTagsEntry} from "../ollama/ollamaM
 import {serveOllama} from "../ollama/ollamaRoute.js";
 import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
 import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
+import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
 import {isObject} from "../../../protocol/validation.js";
@@ -210,7 +211,8 @@ export class ApiServer {
             response.end(method === "HEAD" ? undefined : body);
             return;
         }
-        if (pathname.startsWith("/v1/") || pathname.startsWith("/api/") || tokenizerPaths.has(pathname) || llamaCppPaths.has(pathname))
+        if (pathname.startsWith("/v1/") || pathname.startsWith("/api/") || pathname.startsWith("/slots/") || tokenizerPaths.has(pathname) ||
+            llamaCppPaths.has(pathname))
             return await this.api(pathname, method, request, response);
         if (this.dashboard !== undefined)
             return this.dashboard.handle(request, response);
@@ -227,6 +229,15 @@ export class ApiServer {
             ...baseHeaders, "Access-Control-Allow-Origin": origin, "Vary": "Origin",
             "Access-Control-Allow-Methods": "GET, POST, OPTIONS", "Access-Control-Allow-Headers": "Authorization, Content-Type", "Access-Control-Max-Age": "600"
         }).end();
+    }
+
+    /** The ready engine and its info for llama.cpp's `/props` and `/slots`: a 503 in llama-server's words while there is none. */
+    private engineForProps(): {client: EngineClient, info: EngineInfo} {
+        const client = this.readyEngine();
+        if (client?.info === undefined)
+            throw new ApiRequestError(this.options.engine.current()?.state === "loading" ? "Loading model" : "no model is running", null, 503,
+                "unavailable_error", "engine_unavailable");
+        return {client, info: client.info};
     }
 
     private health(response: http.ServerResponse, method: string): void {
@@ -272,13 +283,20 @@ export class ApiServer {
         }
         if (pathname === "/props") {
             requireMethod(method, ["GET", "HEAD"]);
-            const client = this.readyEngine();
-            if (client?.info === undefined)
-                throw new ApiRequestError(this.options.engine.current()?.state === "loading" ? "Loading model" : "no model is running", null, 503,
-                    "unavailable_error", "engine_unavailable");
-            const props = await llamaCppProps(client, client.info, modelId(client.info), this.options.metrics !== undefined);
-            return sendJson(response, 200, props);
+            const {client, info} = this.engineForProps();
+            return sendJson(response, 200, await llamaCppProps(client, info, modelId(info), this.options.metrics !== undefined));
         }
+        if (pathname === "/slots") {
+            requireMethod(method, ["GET", "HEAD"]);
+            const {client, info} = this.engineForProps();
+            const slots = llamaCppSlots(client, info);
+            if (new URL(request.url ?? "/", "http://localhost").searchParams.get("fail_on_no_slot") && !hasIdleSlot(slots))
+                throw new ApiRequestError("no slot available", null, 503, "unavailable_error", "no_slot_available");
+            return sendJson(response, 200, slots);
+        }
+        if (pathname.startsWith("/slots/"))
+            throw new ApiRequestError("this server does not save, restore or erase slots (llama-server's --slot-save-path)", null, 501,
+                "not_supported_error", "not_supported");
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
         if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname) && !llamaCppPaths.has(pathname))
@@ -427,7 +445,7 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 /** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
 const tokenizerPaths = new Set(["/tokenize", "/detokenize", "/tokenizer_info"]);
 /** llama.cpp's server's own completion routes (outside /v1, as its). */
-const llamaCppPaths = new Set(["/completion", "/infill", "/props", "/apply-template"]);
+const llamaCppPaths = new Set(["/completion", "/infill", "/props", "/apply-template", "/slots"]);
 
 async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
                         response: http.ServerResponse): Promise<void> {

@@ -41,7 +41,8 @@ export type MonitoringProxyOptions = {
 const measuredPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/api/generate", "/api/chat",
     "/v1/embeddings", "/api/embed", "/api/embeddings", "/completion", "/completions", "/infill"]);
 /** llama.cpp's server's own routes outside /v1, forwarded as they are. */
-const llamaCppPaths = new Set(["/completion", "/completions", "/infill", "/tokenize", "/detokenize", "/props", "/health"]);
+const llamaCppPaths = new Set(["/completion", "/completions", "/infill", "/tokenize", "/detokenize", "/props", "/apply-template", "/slots",
+    "/health"]);
 /** Resends over a fresh connection when a kept-alive one was closed under us: at most this often, bodies up to this size. */
 const maxAttempts = 8;
 const maxReplayBytes = 8 << 20;

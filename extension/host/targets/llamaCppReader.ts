@@ -8,7 +8,8 @@
  * `tokens_predicted_total` plus what the busy slots have decoded so far (llama.cpp adds a request's
  * tokens to its counter only when the request ends); KV use = the busy slots' tokens over all slots' `n_ctx`.
  */
-import {isObject} from "../../../protocol/validation.js";
+import {parseLlamaCppSlots} from "../../../protocol/llamaCppSlots.js";
+import {errorMessage} from "../../../common/errorMessage.js";
 import {parseMetricsAnswer, sumSamples} from "./prometheusText.js";
 import {readModelId, targetGet, TargetReadError, type TargetGetOptions} from "./targetHttp.js";
 import type {TargetReading} from "./targetReading.js";
@@ -71,14 +72,11 @@ function parseSlots(text: string): Slot[] {
     } catch {
         throw new TargetReadError("/slots is not JSON", "bad");
     }
-    if (!Array.isArray(json))
-        throw new TargetReadError("/slots is not a list of slots", "bad");
-    return json.map((value: unknown, i) => {
-        if (!isObject(value) || typeof value.n_ctx !== "number" || typeof value.is_processing !== "boolean")
-            throw new TargetReadError(`/slots[${i}] has no n_ctx / is_processing`, "bad");
-        const next: unknown = Array.isArray(value.next_token) ? value.next_token[0] : undefined;
-        const decoded = isObject(next) && typeof next.n_decoded === "number" ? next.n_decoded : 0;
-        const prompt = typeof value.n_prompt_tokens === "number" ? value.n_prompt_tokens : 0;
-        return {nCtx: value.n_ctx, processing: value.is_processing, tokens: prompt + decoded, decoded};
-    });
+    try {
+        return parseLlamaCppSlots(json).map((slot) =>
+            // n_prompt_tokens is what the slot holds: its prompt and, as they are decoded, the new tokens too.
+            ({nCtx: slot.nCtx, processing: slot.processing, tokens: slot.promptTokens, decoded: slot.decoded}));
+    } catch (error) {
+        throw new TargetReadError(errorMessage(error), "bad");
+    }
 }
