@@ -146,7 +146,7 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
             await reader.read();
             const held = async (): Promise<number> => (await slots(peer!.origin)).reduce((sum, slot) => sum + (slot.is_processing ? slot.n_prompt_tokens! : 0), 0);
             const before = await held();
-            const reading = await readLlamaCpp(peer!.origin, {}, async () => "m");
+            const reading = await readLlamaCpp(peer!.origin, {}, () => Promise.resolve("m"));
             const afterwards = await held();
             assert.equal(reading.running, 1);
             assert.ok(reading.kvUsedTokens! >= before && reading.kvUsedTokens! <= afterwards, `${before} ≤ ${reading.kvUsedTokens} ≤ ${afterwards}`);
