@@ -11,6 +11,7 @@ import {requestsChart} from "./charts/requestsChart.js";
 import {throughputChart} from "./charts/throughputChart.js";
 import {TimelineChart} from "./charts/timelineChart.js";
 import {ClientsTable} from "./clientsTable.js";
+import {SequencesCard} from "./sequencesCard.js";
 import {Controls, timeWindows} from "./controls.js";
 import {el} from "./dom.js";
 import {downloadText} from "./download.js";
@@ -34,6 +35,7 @@ export class PanelApp {
     private readonly sourcePicker = new SourcePicker((key) => this.send(SelectSourceMessage.create({key})));
     private readonly kpis = new KpiTiles();
     private readonly clients = new ClientsTable();
+    private readonly sequences = new SequencesCard();
     private readonly controls: Controls;
     private readonly charts: LiveChart[];
     /** The request waterfall (also in `charts`), with its client filter. */
@@ -63,7 +65,8 @@ export class PanelApp {
         }, this.windowMs);
         const grid = el("div", "charts");
         this.header.titleElement.append(this.sourcePicker.element);
-        root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, this.clients.element, grid);
+        root.replaceChildren(this.header.element, this.controls.element, this.kpis.element, this.sequences.element, this.clients.element,
+            grid);
         // Charts are made once their canvases are in the document (chart.js measures the parent).
         this.timeline = new TimelineChart(chartjs, theme);
         this.charts = [
@@ -178,6 +181,7 @@ export class PanelApp {
         const hostNow = store.t + (performance.now() - this.changedAt);
         this.header.update(store, hostNow);
         this.kpis.update(store.view, hostNow);
+        this.sequences.update(store.requests.values(), store.view.target === null ? store.view.engine : null);
         this.clients.update(store.view.clients);
         const context = {store, windowMs: this.windowMs};
         for (const chart of this.charts)

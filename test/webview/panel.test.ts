@@ -394,6 +394,36 @@ describe("stats panel in Chromium (real engine)", {skip: chromiumSkipReason()}, 
         assert.equal((await shown()).length, 7);
     });
 
+    test("the sequences card shows what each engine sequence runs, then the sequences free again", async () => {
+        // Every state the card goes through, recorded in the page (a request runs for about a second here).
+        await page.evaluate(() => {
+            const seen: string[][] = [];
+            (window as unknown as {sequenceStates: string[][]}).sequenceStates = seen;
+            const list = document.querySelector("[data-card=sequences] .sequence-list")!;
+            new MutationObserver(() => seen.push(Array.from(list.querySelectorAll<HTMLElement>(".sequence-row"),
+                (row) => `${row.dataset.state}|${row.querySelector(".sequence-text")!.textContent}|${row.querySelector<HTMLElement>(".sequence-fill")!.style.width}`)))
+                .observe(list, {childList: true});
+        });
+        const handles = [0, 1].map((i) => client.generate({prompt: `${prompt} ${i}`, maxTokens: 1000, ignoreEos: true, client: "seq-test"}));
+        const results = await Promise.all(handles.map((handle) => handle.done));
+        await page.waitForFunction(() => Array.from(document.querySelectorAll<HTMLElement>("[data-card=sequences] .sequence-row"),
+            (row) => row.dataset.state).join() === "free,free,free,free", undefined, {timeout: 10_000});
+        const states = await page.evaluate(() => (window as unknown as {sequenceStates: string[][]}).sequenceStates);
+        const busiest = states.reduce((best, rows) => rows.filter((row) => row.startsWith("busy")).length > best.filter((row) => row.startsWith("busy")).length
+            ? rows : best, [] as string[]);
+        const busyRows = busiest.filter((row) => row.startsWith("busy|"));
+        assert.equal(busyRows.length, 2, `both requests seen running at once: ${JSON.stringify(states.slice(0, 5))}`);
+        const sequences = results.map((result) => result.sequence).sort();
+        assert.deepEqual(busiest.map((row, sequence) => row.startsWith("busy") ? sequence : -1).filter((sequence) => sequence >= 0), sequences,
+            "on the sequences their lifecycles name");
+        for (const row of busyRows) {
+            const [, text, width] = row.split("|");
+            assert.match(text!, /^seq-test · \w{6} · [\d,]+ \/ 1,?024 tokens$/);
+            assert.ok(Number.parseFloat(width!) > 0, `a filled bar: ${width}`);
+        }
+        assert.match(await page.textContent("[data-card=sequences] .card-note") ?? "", /^0 of 4 busy · 1,?024 tokens each$/);
+    });
+
     test("memory stays bounded: an hour of time series and thousands of requests", async () => {
         const held = await page.evaluate(() => {
             const panel = window.__inferenceMonitorPanel!;
