@@ -22,7 +22,9 @@ export const payloadLimits = {
     timeSeriesPoints: 100_000, requests: 10_000, histogramBuckets: 1_000, preemptions: 1_000,
     /** The named rows and the "other" one. */
     clients: maxClients + 1,
-    replicas: 256, notes: 64
+    replicas: 256, notes: 64,
+    /** A watched server's slots (llama.cpp's /slots reader reads at most 4096). */
+    slots: 4096
 } as const;
 
 const gaugeKeys: readonly (keyof StatsGauges)[] = [
@@ -225,6 +227,14 @@ function checkTarget(obj: JsonObject, what: string): void {
             expectNullableString(replica, key, where);
         for (const key of ["running", "waiting", "kvCacheUsage", "vramUsedBytes"])
             expectNullableNumber(replica, key, where);
+        if (replica.slots !== undefined)
+            expectArray(replica, "slots", where, payloadLimits.slots).forEach((slotValue, j) => {
+                const slot = expectObject(slotValue, `${where}.slots[${j}]`);
+                if (typeof slot.processing !== "boolean")
+                    throw new ProtocolError(`${where}.slots[${j}].processing: expected a boolean`);
+                expectNumber(slot, "tokens", `${where}.slots[${j}]`);
+                expectNumber(slot, "contextSize", `${where}.slots[${j}]`);
+            });
     });
     checkStrings(target, "notReported", `${what}.target`);
     checkStrings(target, "notes", `${what}.target`);

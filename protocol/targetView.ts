@@ -35,8 +35,13 @@ export type TargetReplicaView = {
     /** 0..1 */
     kvCacheUsage: number | null,
     /** GPU memory the server says it uses (Ollama's loaded models' `size_vram`), when it says. */
-    vramUsedBytes: number | null
+    vramUsedBytes: number | null,
+    /** Its slots (llama.cpp's `/slots`), when it lists them; absent otherwise. */
+    slots?: TargetSlotView[]
 };
+
+/** One slot of a watched server: busy or not, and the tokens it holds of its context. */
+export type TargetSlotView = {processing: boolean, tokens: number, contextSize: number};
 
 /** Percentiles (seconds, or tokens for the lengths) estimated from a server's histogram buckets. */
 export type EstimatedPercentiles = {count: number, mean: number | null, p50: number | null, p90: number | null, p99: number | null};

@@ -181,7 +181,7 @@ export class PanelApp {
         const hostNow = store.t + (performance.now() - this.changedAt);
         this.header.update(store, hostNow);
         this.kpis.update(store.view, hostNow);
-        this.sequences.update(store.requests.values(), store.view.target === null ? store.view.engine : null);
+        this.sequences.update(store.requests.values(), store.view.engine, store.view.target);
         this.clients.update(store.view.clients);
         const context = {store, windowMs: this.windowMs};
         for (const chart of this.charts)

@@ -1,11 +1,13 @@
 /**
  * The engine's sequences now (llama.cpp calls them slots): for each, the request running on it — its client, its id and
  * the tokens the sequence holds (its prompt and what it generated so far) against the sequence's context — or "free".
- * Read from the requests' lifecycles (their `sequence`, RequestLifecycle). Not shown while the panel watches other
- * servers, whose requests carry no sequence. Each row carries `data-sequence` and `data-state` ("busy" or "free").
+ * Read from the requests' lifecycles (their `sequence`, RequestLifecycle). While the panel watches other servers, the
+ * slots of those that list them (llama.cpp's): busy or free and the tokens each holds; hidden when none does. Each row
+ * carries `data-sequence` and `data-state` ("busy" or "free").
  */
 import type {EngineInfo} from "../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../protocol/requestLifecycle.js";
+import type {TargetView} from "../protocol/targetView.js";
 import {formatNumber} from "../common/format.js";
 import {el} from "./dom.js";
 
@@ -28,6 +30,29 @@ export function sequenceRows(requests: Iterable<RequestLifecycle>, parallel: num
     return rows;
 }
 
+/** A row as shown: `label` names the sequence ("#2", or "URL #2" among several servers). */
+type ShownRow = {key: string, label: string, busy: boolean, fraction: number, text: string};
+
+function engineRows(requests: Iterable<RequestLifecycle>, engine: EngineInfo): ShownRow[] {
+    const {contextSize} = engine;
+    return sequenceRows(requests, engine.parallel, contextSize).map(({sequence, request}) => ({
+        key: String(sequence), label: `#${sequence}`, busy: request !== undefined, fraction: request?.fraction ?? 0,
+        text: request === undefined ? "free"
+            : `${request.client} · ${request.id.slice(0, 6)} · ${formatNumber(request.tokens)} / ${formatNumber(contextSize)} tokens`
+    }));
+}
+
+/** The watched servers' slots, for those that list them (busy slots: the tokens they hold). */
+export function targetSlotRows(target: TargetView): ShownRow[] {
+    const listing = target.replicas.filter((replica) => replica.slots !== undefined);
+    return listing.flatMap((replica) => replica.slots!.map((slot, i) => {
+        const prefix = listing.length > 1 ? `${replica.name} ` : "";
+        return {key: `${prefix}${i}`, label: `${prefix}#${i}`, busy: slot.processing,
+            fraction: slot.processing && slot.contextSize > 0 ? Math.min(1, slot.tokens / slot.contextSize) : 0,
+            text: slot.processing ? `busy · ${formatNumber(slot.tokens)} / ${formatNumber(slot.contextSize)} tokens` : "free"};
+    }));
+}
+
 export class SequencesCard {
     readonly element = el("section", "card sequences");
     private readonly list = el("div", "sequence-list");
@@ -42,36 +67,36 @@ export class SequencesCard {
         this.element.hidden = true;
     }
 
-    /** `engine`: our engine's info (null: none, or the panel watches other servers). */
-    update(requests: Iterable<RequestLifecycle>, engine: EngineInfo | null): void {
-        if (engine === null) {
+    /** `engine`: our engine's info (null: none); `target`: the watched servers (null: the panel shows our engine). */
+    update(requests: Iterable<RequestLifecycle>, engine: EngineInfo | null, target: TargetView | null): void {
+        const rows = target !== null ? targetSlotRows(target) : engine !== null ? engineRows(requests, engine) : [];
+        if (rows.length === 0) {
             this.element.hidden = true;
             this.shownKey = "";
             return;
         }
         this.element.hidden = false;
-        const rows = sequenceRows(requests, engine.parallel, engine.contextSize);
-        const key = JSON.stringify([engine.contextSize, rows]);
+        const key = JSON.stringify(rows);
         if (key === this.shownKey)
             return;
         this.shownKey = key;
-        const busy = rows.filter((row) => row.request !== undefined).length;
-        this.note.textContent = `${busy} of ${rows.length} busy · ${formatNumber(engine.contextSize)} tokens each`;
-        this.list.replaceChildren(...rows.map((row) => this.rowElement(row, engine.contextSize)));
+        const busy = rows.filter((row) => row.busy).length;
+        this.note.textContent = target === null && engine !== null
+            ? `${busy} of ${rows.length} busy · ${formatNumber(engine.contextSize)} tokens each`
+            : `${busy} of ${rows.length} slots busy`;
+        this.list.replaceChildren(...rows.map((row) => this.rowElement(row)));
     }
 
-    private rowElement({sequence, request}: SequenceRow, contextSize: number): HTMLElement {
+    private rowElement(shown: ShownRow): HTMLElement {
         const row = el("div", "sequence-row");
-        row.dataset.sequence = String(sequence);
-        row.dataset.state = request === undefined ? "free" : "busy";
+        row.dataset.sequence = shown.key;
+        row.dataset.state = shown.busy ? "busy" : "free";
         const bar = el("div", "sequence-bar");
         const fill = el("div", "sequence-fill");
-        fill.style.width = `${((request?.fraction ?? 0) * 100).toFixed(1)}%`;
+        fill.style.width = `${(shown.fraction * 100).toFixed(1)}%`;
         bar.append(fill);
-        const text = request === undefined ? "free"
-            : `${request.client} · ${request.id.slice(0, 6)} · ${formatNumber(request.tokens)} / ${formatNumber(contextSize)} tokens`;
-        bar.title = text;
-        row.append(el("span", "sequence-index", `#${sequence}`), bar, el("span", "sequence-text", text));
+        bar.title = shown.text;
+        row.append(el("span", "sequence-index", shown.label), bar, el("span", "sequence-text", shown.text));
         return row;
     }
 }

@@ -49,7 +49,7 @@ type Tile = {text: string, value: string, notReported: boolean, estimated: boole
  * settled: every tile, the header's servers and notes, and whether the throughput chart drew a line.
  */
 async function panelAfter(manager: StatsManager, work: () => Promise<void>, settled: () => boolean):
-Promise<{tiles: Record<string, Tile>, servers: string, notes: string, throughputInk: number}> {
+Promise<{tiles: Record<string, Tile>, servers: string, notes: string, throughputInk: number, sequences: string[], sequencesNote: string}> {
     ensurePanelBuilt();
     const dashboard = await DashboardServer.listen({port: 0, source: manager, webviewDir: webviewDistDir});
     const browser = await launchChromium();
@@ -72,7 +72,11 @@ Promise<{tiles: Record<string, Tile>, servers: string, notes: string, throughput
             if (throughputInk <= 50)
                 await new Promise((resolve) => setTimeout(resolve, 250));
         }
-        return {tiles, servers, notes, throughputInk};
+        // The Sequences card's rows ("state|label|text").
+        const sequences = await page.$$eval("[data-card=sequences] .sequence-row", (rows) => rows.map((row) =>
+            `${(row as HTMLElement).dataset.state}|${row.querySelector(".sequence-index")!.textContent}|${row.querySelector(".sequence-text")!.textContent}`));
+        const sequencesNote = await page.$eval("[data-card=sequences] .card-note", (element) => element.textContent ?? "");
+        return {tiles, servers, notes, throughputInk, sequences, sequencesNote};
     } finally {
         await browser.close();
         await dashboard.close();
@@ -154,6 +158,9 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
         const usages = await requests;
         await settle(monitor, manager, usages.reduce((sum, u) => sum + u.completion, 0));
         assert.equal(maxRunning, 2, "both slots seen busy");
+        const slotViews = views.flatMap((view) => view.replicas[0]?.slots ?? []);
+        assert.ok(slotViews.some((slot) => slot.processing && slot.tokens > 0), "a busy slot with the tokens it holds");
+        assert.deepEqual(views.at(-1)!.replicas[0]!.slots!.map((slot) => slot.processing), [false, false]);
         assert.equal(maxWaiting, 1, "the third request seen deferred");
         const counters = manager.counters();
         assert.equal(counters.generationTokens, usages.reduce((sum, u) => sum + u.completion, 0));
@@ -195,7 +202,7 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
         monitor.start();
         try {
             const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
-            const {tiles, servers, notes, throughputInk} = await panelAfter(manager,
+            const {tiles, servers, notes, throughputInk, sequences, sequencesNote} = await panelAfter(manager,
                 async () => void await Promise.all([0, 1].map((i) => complete(openai, 200, `Panel ${i}`))),
                 () => Number(document.querySelector<HTMLElement>("[data-metric=output_throughput]")?.dataset.value) > 0);
             assert.ok(Number(tiles.output_throughput!.value) > 0);
@@ -207,6 +214,9 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
             assert.match(servers, new RegExp(`${server.origin.replace(/[.]/g, "\\.")} up`));
             assert.match(notes, /Not reported by the server: .*time to first token/);
             assert.ok(throughputInk > 50, `the throughput chart draws the server's generation rate (${throughputInk} px)`);
+            // The Sequences card lists llama-server's two slots, from its /slots.
+            assert.deepEqual(sequences, ["free|#0|free", "free|#1|free"]);
+            assert.equal(sequencesNote, "0 of 2 slots busy");
         } finally {
             await monitor.stop();
             await manager.dispose();
@@ -323,7 +333,7 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
         monitor.start();
         try {
             const openai = new OpenAI({baseURL: servers[0]!.baseUrl, apiKey: "none", maxRetries: 0});
-            const {tiles, servers: listed, throughputInk} = await panelAfter(manager,
+            const {tiles, servers: listed, throughputInk, sequences} = await panelAfter(manager,
                 async () => void await Promise.all([0, 1, 2].map((i) => complete(openai, 12, `Panel ${i}`))),
                 // Every estimated tile: a poll while the requests ran can bring TTFT's buckets before the e2e latency's.
                 () => ["median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "median_e2el_ms"]
@@ -335,6 +345,7 @@ describe("watching two `inference-monitor serve` processes as vLLM replicas", ()
             assert.ok(!tiles.output_throughput!.notReported && !tiles.num_requests_running!.notReported);
             assert.match(listed, /unreachable since/, "the replica stopped in the test before");
             assert.ok(throughputInk > 50, `the throughput chart draws the merged generation rate (${throughputInk} px)`);
+            assert.deepEqual(sequences, [], "vLLM lists no slots: the Sequences card has none");
         } finally {
             await monitor.stop();
             await manager.dispose();

@@ -38,6 +38,12 @@ function rejects(parse: (value: unknown) => unknown, value: unknown, pattern?: R
     });
 }
 
+/** A watched llama.cpp server's view whose replica lists `slots`. */
+function watchedWithSlots(slots: unknown): unknown {
+    return {replicas: [{name: "http://a", url: "http://a", kind: "llamacpp", model: null, version: null, status: "up", since: 0, error: null,
+        running: 1, waiting: 0, kvCacheUsage: 0.1, vramUsedBytes: null, slots}], notReported: [], estimated: {}, notes: []};
+}
+
 describe("host → panel", () => {
     const {snapshot, deltas} = realStats();
 
@@ -115,6 +121,11 @@ describe("host → panel", () => {
             [{type: "delta", delta: {t: 1, seq: 2, clients: [{...snapshot.clients[0], ttftP50S: "fast"}]}}, /clients\[0\]\.ttftP50S/],
             [{type: "delta", delta: {t: 1, seq: 2, clients: {curl: snapshot.clients[0]}}}, /clients: expected an array/],
             [{type: "delta", delta: {t: 1, seq: 2, reset: {}}}, /reset/],
+            [{type: "delta", delta: {t: 1, seq: 2, target: watchedWithSlots([{processing: "yes", tokens: 1, contextSize: 8}])}},
+                /target\.replicas\[0\]\.slots\[0\]\.processing/],
+            [{type: "delta", delta: {t: 1, seq: 2, target: watchedWithSlots([{processing: true, tokens: "1", contextSize: 8}])}},
+                /slots\[0\]\.tokens/],
+            [{type: "delta", delta: {t: 1, seq: 2, target: watchedWithSlots({0: {}})}}, /slots: expected an array/],
             [{type: "paused", paused: "yes"}, /paused/],
             [{type: "exportResult", format: "xml", fileName: "x", mimeType: "x"}, /format/],
             [{type: "error"}, /message/]
@@ -143,6 +154,12 @@ describe("host → panel", () => {
             rejects(parseHostToPanel, {type: "delta", delta: {t: 1, seq: 2, lastActive}}, pattern);
             rejects(parseHostToPanel, {type: "snapshot", snapshot: {...clone(snapshot), lastActive}, seq: 0}, pattern);
         }
+    });
+
+    test("a watched server's slots are accepted as sent", () => {
+        const target = watchedWithSlots([{processing: true, tokens: 12, contextSize: 2048}, {processing: false, tokens: 0, contextSize: 2048}]);
+        const message = parseHostToPanel({type: "delta", delta: {t: 1, seq: 2, target}});
+        assert.deepEqual(message.type === "delta" ? message.delta.target : undefined, target);
     });
 
     test("a partial delta with only some keys is fine", () => {

@@ -42,6 +42,7 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, mode
         reading.running = slots.filter((slot) => slot.processing).length;
         reading.kvCapacityTokens = slots.reduce((sum, slot) => sum + slot.nCtx, 0);
         reading.kvUsedTokens = slots.reduce((sum, slot) => sum + (slot.processing ? slot.tokens : 0), 0);
+        reading.slots = slots.map((slot) => ({processing: slot.processing, tokens: slot.tokens, contextSize: slot.nCtx}));
     }
     if (metricsResponse.status !== 200) {
         reading.notes.push(`/metrics is off (HTTP ${metricsResponse.status}): start llama-server with --metrics for token counts and the queue`);

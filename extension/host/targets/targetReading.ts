@@ -5,7 +5,7 @@
  */
 import type {FinishReason} from "../../../protocol/engineMessages.js";
 import type {HistogramMetric} from "../../../protocol/statsView.js";
-import type {TargetKind} from "../../../protocol/targetView.js";
+import type {TargetKind, TargetSlotView} from "../../../protocol/targetView.js";
 import type {BucketHistogram} from "./bucketHistogram.js";
 
 export type TargetReading = {
@@ -35,6 +35,8 @@ export type TargetReading = {
     contextSize?: number,
     /** Sequences / slots / data-parallel ranks serving at once, when known. */
     parallel?: number,
+    /** Each slot (llama.cpp's `/slots`), when the server lists them. */
+    slots?: TargetSlotView[],
     /** The server's own latency histograms (cumulative), for the metrics it exports. */
     histograms: Partial<Record<HistogramMetric, BucketHistogram>>,
     /** What this kind of server cannot tell (beyond the `undefined` fields), in words for the panel. */

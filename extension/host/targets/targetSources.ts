@@ -150,7 +150,8 @@ export function viewOf(sources: readonly Source[]): TargetView {
                 ...base, name: replica.name, kind: reading.kind, model: reading.model ?? null, version: reading.version ?? null,
                 running: reading.running ?? null, waiting: reading.waiting ?? null,
                 kvCacheUsage: kvUsage(reading),
-                vramUsedBytes: reading.vramUsedBytes ?? null
+                vramUsedBytes: reading.vramUsedBytes ?? null,
+                ...reading.slots !== undefined ? {slots: reading.slots} : {}
             });
         }
     }
