@@ -17,6 +17,9 @@ export type SequenceRow = {
     request?: {id: string, client: string, tokens: number, fraction: number}
 };
 
+/** The share of a context of `contextSize` tokens that `tokens` fill (0 for an unknown context). */
+const heldFraction = (tokens: number, contextSize: number): number => contextSize > 0 ? Math.min(1, tokens / contextSize) : 0;
+
 /** One row per sequence of an engine with `parallel` sequences of `contextSize` tokens each. */
 export function sequenceRows(requests: Iterable<RequestLifecycle>, parallel: number, contextSize: number): SequenceRow[] {
     const rows: SequenceRow[] = Array.from({length: parallel}, (_, sequence) => ({sequence}));
@@ -25,7 +28,7 @@ export function sequenceRows(requests: Iterable<RequestLifecycle>, parallel: num
         if (row === undefined)
             continue;
         const tokens = record.promptTokens + record.generatedTokens;
-        row.request = {id: record.id, client: record.client, tokens, fraction: contextSize > 0 ? Math.min(1, tokens / contextSize) : 0};
+        row.request = {id: record.id, client: record.client, tokens, fraction: heldFraction(tokens, contextSize)};
     }
     return rows;
 }
@@ -48,7 +51,7 @@ export function targetSlotRows(target: TargetView): ShownRow[] {
     return listing.flatMap((replica) => replica.slots!.map((slot, i) => {
         const prefix = listing.length > 1 ? `${replica.name} ` : "";
         return {key: `${prefix}${i}`, label: `${prefix}#${i}`, busy: slot.processing,
-            fraction: slot.processing && slot.contextSize > 0 ? Math.min(1, slot.tokens / slot.contextSize) : 0,
+            fraction: slot.processing ? heldFraction(slot.tokens, slot.contextSize) : 0,
             text: slot.processing ? `busy · ${formatNumber(slot.tokens)} / ${formatNumber(slot.contextSize)} tokens` : "free"};
     }));
 }

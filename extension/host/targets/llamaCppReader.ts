@@ -8,13 +8,11 @@
  * `tokens_predicted_total` plus what the busy slots have decoded so far (llama.cpp adds a request's
  * tokens to its counter only when the request ends); KV use = the busy slots' tokens over all slots' `n_ctx`.
  */
-import {parseLlamaCppSlots} from "../../../protocol/llamaCppSlots.js";
+import {parseLlamaCppSlots, type LlamaCppSlotReading} from "../../../protocol/llamaCppSlots.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import {parseMetricsAnswer, sumSamples} from "./prometheusText.js";
 import {readModelId, targetGet, TargetReadError, type TargetGetOptions} from "./targetHttp.js";
 import type {TargetReading} from "./targetReading.js";
-
-type Slot = {nCtx: number, processing: boolean, tokens: number, decoded: number};
 
 export type ModelName = () => Promise<string | undefined>;
 
@@ -41,8 +39,9 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, mode
         reading.contextSize = slots[0]?.nCtx;
         reading.running = slots.filter((slot) => slot.processing).length;
         reading.kvCapacityTokens = slots.reduce((sum, slot) => sum + slot.nCtx, 0);
-        reading.kvUsedTokens = slots.reduce((sum, slot) => sum + (slot.processing ? slot.tokens : 0), 0);
-        reading.slots = slots.map((slot) => ({processing: slot.processing, tokens: slot.tokens, contextSize: slot.nCtx}));
+        // n_prompt_tokens is what a slot holds: its prompt and, as they are decoded, the new tokens too.
+        reading.kvUsedTokens = slots.reduce((sum, slot) => sum + (slot.processing ? slot.promptTokens : 0), 0);
+        reading.slots = slots.map((slot) => ({processing: slot.processing, tokens: slot.promptTokens, contextSize: slot.nCtx}));
     }
     if (metricsResponse.status !== 200) {
         reading.notes.push(`/metrics is off (HTTP ${metricsResponse.status}): start llama-server with --metrics for token counts and the queue`);
@@ -66,7 +65,7 @@ export async function readLlamaCpp(baseUrl: string, http: TargetGetOptions, mode
     return reading;
 }
 
-function parseSlots(text: string): Slot[] {
+function parseSlots(text: string): LlamaCppSlotReading[] {
     let json: unknown;
     try {
         json = JSON.parse(text);
@@ -74,9 +73,7 @@ function parseSlots(text: string): Slot[] {
         throw new TargetReadError("/slots is not JSON", "bad");
     }
     try {
-        return parseLlamaCppSlots(json).map((slot) =>
-            // n_prompt_tokens is what the slot holds: its prompt and, as they are decoded, the new tokens too.
-            ({nCtx: slot.nCtx, processing: slot.processing, tokens: slot.promptTokens, decoded: slot.decoded}));
+        return parseLlamaCppSlots(json);
     } catch (error) {
         throw new TargetReadError(errorMessage(error), "bad");
     }
