@@ -738,6 +738,9 @@ export class Engine {
                             await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
                         this.stepTokens += part.length;
                         next += part.length;
+                        // The prompt's progress (a resumed request's input holds what it generated: not a prompt's).
+                        if (request.generated.length === 0)
+                            this.emit({kind: "prefilled", id: request.id, t: nowMs(), processedTokens: next});
                     }
                 } finally {
                     this.prefilling--;

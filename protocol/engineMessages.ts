@@ -385,6 +385,12 @@ export type RequestEvent =
      */
     | {kind: "scheduled", id: string, t: number, cachedTokens: number, restoredTokens?: number, sequence?: number}
     /**
+     * A piece of a prompt evaluated in chunks (chunked prefill, or a prompt scored piece by piece) is in the KV cache:
+     * `processedTokens` prompt tokens are there now, the cached prefix included (llama-server's prompt progress). A prompt
+     * evaluated in one go has none; its first token ends it.
+     */
+    | {kind: "prefilled", id: string, t: number, processedTokens: number}
+    /**
      * Generated tokens since the last event of this request: `times[i]` is when token i was sampled; `text` is their
      * stable text; `reasoning` the part of it that is the model's reasoning (`separateReasoning`), not in `text`;
      * `logprobs[i]` token i's log-probability, for a request that asked for them; `ids[i]` its id, for one that asked
@@ -741,7 +747,8 @@ function tokenIdArray(obj: JsonObject, key: string, what: string): number[] {
     return ids;
 }
 
-const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "tokens", "preempted", "promptLogprobs", "finished"];
+const requestEventKinds: readonly RequestEventKind[] = ["inputProcessed", "queued", "scheduled", "prefilled", "tokens", "preempted", "promptLogprobs",
+    "finished"];
 
 function parseRequestEvent(value: unknown): RequestEvent {
     const obj = expectObject(value, "event");
@@ -790,6 +797,12 @@ function parseRequestEvent(value: unknown): RequestEvent {
                 throw new ProtocolError(`${what}.sequence: ${sequence} is not a sequence index`);
             return {kind, id, t: expectNumber(obj, "t", what), cachedTokens, ...(restoredTokens !== undefined ? {restoredTokens} : {}),
                 ...(sequence !== undefined ? {sequence} : {})};
+        }
+        case "prefilled": {
+            const processedTokens = expectInteger(obj, "processedTokens", what);
+            if (processedTokens < 0)
+                throw new ProtocolError(`${what}.processedTokens: ${processedTokens} is negative`);
+            return {kind, id, t: expectNumber(obj, "t", what), processedTokens};
         }
         case "finished": {
             const event: RequestEvent = {

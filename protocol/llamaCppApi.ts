@@ -13,7 +13,8 @@
  * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`,
  * `timings_per_token`) are ignored; samplers node-llama-cpp lacks (`typical_p`, `mirostat`, …) too, said once
  * (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's `tokens` with the generated ids (a
- * stream's pieces carry theirs always, as llama-server's). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
+ * stream's pieces carry theirs always, as llama-server's). `return_progress` streams the prompt's evaluation before the
+ * first token (llamaCppProgress.ts). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
  * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
@@ -24,6 +25,7 @@ import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, option
 import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
 import {parsePenalties, schemaFormat} from "./openaiSampling.js";
+import type {PromptProgressField} from "./llamaCppProgress.js";
 import {isObject} from "./validation.js";
 
 export type LlamaCompletionKind = "completion" | "infill";
@@ -47,6 +49,8 @@ export type LlamaCompletionRequest = {
     maxGenerationMs?: number,
     /** `return_tokens`: a whole answer's `tokens` are the generated token ids (a stream's pieces always carry theirs). */
     returnTokens?: boolean,
+    /** `return_progress`: a stream reports the prompt's evaluation before the first token (llamaCppProgress.ts). */
+    returnProgress?: boolean,
     /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
     probs?: number,
     /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
@@ -69,8 +73,8 @@ export type LlamaTimings = {
     predicted_n: number, predicted_ms: number, predicted_per_token_ms: number, predicted_per_second: number
 };
 
-/** One streamed piece. */
-export type LlamaCompletionChunk = {
+/** One streamed piece (with `return_progress`, before the first token: `prompt_progress` and no content). */
+export type LlamaCompletionChunk = PromptProgressField & {
     index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number,
     completion_probabilities?: LlamaCompletionProbability[]
 };
@@ -173,6 +177,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.responseFormat = constraint.format;
     if (optionalBooleanField(body, "return_tokens") === true)
         request.returnTokens = true;
+    if (optionalBooleanField(body, "return_progress") === true)
+        request.returnProgress = true;
     if (nProbs !== undefined && nProbs > 0) {
         request.probs = nProbs;
         request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;

@@ -21,6 +21,7 @@ import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from 
 import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
 import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
 import {parseLlamaCppLogitBias} from "./llamaCppLogitBias.js";
+import type {PromptProgressField} from "./llamaCppProgress.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "textBias" | "responseFormat" | "logprobs" |
@@ -50,7 +51,9 @@ export type SamplingParams = EngineSampling & VllmOutputFields & {
     includeStopString?: boolean,
     priority?: number,
     /** vLLM's `prompt_logprobs`: the prompt's tokens scored with this many alternatives each (never with a stream). */
-    promptLogprobs?: number
+    promptLogprobs?: number,
+    /** llama.cpp's `return_progress`: a stream reports the prompt's evaluation before its first token (llamaCppProgress.ts). */
+    returnProgress?: boolean
 };
 
 /** OpenAI's bound on `n`. */
@@ -126,7 +129,8 @@ export type ChatCompletion = {
         logprobs: ChatLogprobs | null, token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
-export type ChatCompletionChunk = {
+/** `prompt_progress`: llama.cpp's prompt progress, in chunks before the first token when the request asked (`return_progress`). */
+export type ChatCompletionChunk = PromptProgressField & {
     id: string, object: "chat.completion.chunk", created: number, model: string,
     /** With `return_token_ids`: in a choice's first chunk. */
     prompt_token_ids?: number[],
@@ -149,7 +153,7 @@ export type Completion = {
         prompt_token_ids?: number[], token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
-export type CompletionChunk = {
+export type CompletionChunk = PromptProgressField & {
     id: string, object: "text_completion", created: number, model: string,
     choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null,
         /** With `return_token_ids`: the prompt's ids in a choice's first chunk; the ids of the tokens since its previous chunk. */
@@ -223,6 +227,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (promptLogprobs !== undefined) params.promptLogprobs = promptLogprobs;
     if (seed !== undefined) params.seed = seed;
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
+    if (optionalBooleanField(body, "return_progress") === true) params.returnProgress = true;
     Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body), parseLlamaCppSamplers(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;

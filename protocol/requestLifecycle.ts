@@ -74,6 +74,11 @@ export type RequestLifecycle = {
      * sequence; absent when the engine has no prompt cache (and until scheduled).
      */
     restoredTokens?: number,
+    /**
+     * While its prompt is evaluated in chunks (chunked prefill): the prompt tokens its sequence holds so far, the cached
+     * prefix included (llama-server's prompt progress). Absent for a prompt evaluated in one go; the first token ends it.
+     */
+    prefilledTokens?: number,
     /** The engine sequence it runs on, or last ran on (0 … parallel − 1; llama.cpp's slot id); absent until scheduled. */
     sequence?: number,
     generatedTokens: number,

@@ -159,6 +159,7 @@ function checkRequest(value: unknown, index: number): RequestLifecycle {
         expectNumber(obj, key, what);
     optionalNumberField(obj, "restoredTokens", what);
     optionalNumberField(obj, "sequence", what);
+    optionalNumberField(obj, "prefilledTokens", what);
     for (const key of recordTimeKeys)
         optionalNumberField(obj, key, what);
     const preemptions = expectArray(obj, "preemptions", what, payloadLimits.preemptions);

@@ -1,6 +1,6 @@
 /**
  * The `/slots` contract's reader (protocol/llamaCppSlots.ts), on answers of the shapes llama.cpp's server versions give,
- * and the engine's `scheduled` event's sequence as it is validated on arrival.
+ * and the engine's `scheduled` event's sequence and `prefilled` event's count as they are validated on arrival.
  */
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
@@ -44,5 +44,22 @@ describe("the engine's scheduled event", () => {
     test("a sequence that is not an index is refused", () => {
         assert.throws(() => parseEngineToHost(outputs({sequence: -1})), /sequence: -1 is not a sequence index/);
         assert.throws(() => parseEngineToHost(outputs({sequence: 0.5})), /sequence/);
+    });
+});
+
+describe("the engine's prefilled event", () => {
+    const outputs = (event: object): unknown => ({type: "outputs", events: [{kind: "prefilled", id: "a", t: 1, ...event}],
+        step: {t: 1, running: 1, waiting: 0, stepTokens: 128, kvUsedTokens: 128, kvCapacityTokens: 1024}});
+
+    test("carries the prompt tokens held so far", () => {
+        const message = parseEngineToHost(outputs({processedTokens: 128}));
+        assert.ok(message.type === "outputs");
+        assert.deepEqual(message.events[0], {kind: "prefilled", id: "a", t: 1, processedTokens: 128});
+    });
+
+    test("a count that is not one is refused", () => {
+        assert.throws(() => parseEngineToHost(outputs({processedTokens: -1})), /processedTokens: -1 is negative/);
+        assert.throws(() => parseEngineToHost(outputs({processedTokens: 1.5})), /processedTokens/);
+        assert.throws(() => parseEngineToHost(outputs({})), /processedTokens/);
     });
 });

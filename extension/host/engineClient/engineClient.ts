@@ -74,6 +74,7 @@ export class EngineClient {
     private readonly outputs = new OutputProcessor({
         onQueued: (id, promptTokens, promptTokenIds) => this.handles.get(id)?.markQueued(promptTokens, promptTokenIds),
         onPromptLogprobs: (id, scores) => this.handles.get(id)?.setPromptLogprobs(scores),
+        onPromptProgress: (id, progress) => this.handles.get(id)?.pushPromptProgress(progress),
         onChunk: (id, chunk) => {
             this.slots.text(id, chunk.text);
             this.handles.get(id)?.pushChunk(chunk);

@@ -1,4 +1,5 @@
 import type {FinishReason, PromptLogprobs, RequestEvent, StepStats, TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import {emptyIteration, type EngineStep} from "./engineStep.js";
 import {RequestState, type RequestResult} from "./requestState.js";
 
@@ -8,7 +9,18 @@ import {RequestState, type RequestResult} from "./requestState.js";
  */
 export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[], ids?: number[]};
 
+/**
+ * How far a request's prompt is evaluated (llama-server's `prompt_progress`): `processed` of its `total` prompt tokens are
+ * in its sequence's KV cache, `cached` of them found there; `elapsedMs` since it was scheduled (host clock).
+ */
+export type PromptProgress = {total: number, cached: number, processed: number, elapsedMs: number};
+
 export type OutputProcessorHooks = {
+    /**
+     * A request's prompt progressed: when it is scheduled (the cached prefix), after each chunk of a prompt evaluated in
+     * chunks, and at its first token (all of it), before that token's chunk.
+     */
+    onPromptProgress?: (id: string, progress: PromptProgress) => void,
     /** The engine accepted a request into its waiting queue (its input was processed and it fits). */
     onQueued?: (id: string, promptTokens: number, promptTokenIds: number[] | undefined) => void,
     /** A scored prompt's log-probabilities (before the request's first chunk). */
@@ -74,7 +86,10 @@ export class OutputProcessor {
             const hostEvent = toHost === 0 ? event : onHostClock(event, toHost);
             if (!iteration.updated.includes(state.lifecycle))
                 iteration.updated.push(state.lifecycle);
+            const prefilling = state.lifecycle.firstToken === undefined;
             state.apply(hostEvent, receivedAt, iteration);
+            if (prefilling && this.hooks.onPromptProgress !== undefined)
+                this.promptProgress(state.lifecycle, hostEvent, this.hooks.onPromptProgress);
             if (hostEvent.kind === "tokens")
                 this.hooks.onChunk?.(event.id, {text: hostEvent.text,
                     ...hostEvent.reasoning !== undefined ? {reasoning: hostEvent.reasoning} : {},
@@ -113,6 +128,21 @@ export class OutputProcessor {
     /** Every request in flight, for `finishLocally` when the engine is gone. */
     inFlightIds(): string[] {
         return [...this.states.keys()];
+    }
+
+    /** `event`, applied to a request whose prompt was being evaluated, as prompt progress (when it is any). */
+    private promptProgress(lifecycle: RequestLifecycle, event: RequestEvent, report: (id: string, progress: PromptProgress) => void): void {
+        const {scheduled, promptTokens: total, cachedTokens: cached} = lifecycle;
+        if (scheduled === undefined)
+            return;
+        const at = (processed: number, t: number): void =>
+            report(lifecycle.id, {total, cached, processed, elapsedMs: Math.max(0, t - scheduled)});
+        if (event.kind === "scheduled")
+            at(cached, event.t);
+        else if (event.kind === "prefilled")
+            at(event.processedTokens, event.t);
+        else if (event.kind === "tokens" && lifecycle.firstToken !== undefined)
+            at(total, lifecycle.firstToken);
     }
 
     private end(state: RequestState): void {

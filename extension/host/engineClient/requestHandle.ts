@@ -1,6 +1,9 @@
 import type {PromptLogprobs} from "../../../protocol/engineMessages.js";
-import type {TextChunk} from "./outputProcessor.js";
+import type {PromptProgress, TextChunk} from "./outputProcessor.js";
 import type {RequestResult} from "./requestState.js";
+
+/** At most this many progress reports wait for a first listener. */
+const maxEarlyProgress = 1024;
 
 /** One request in flight, as its caller sees it: streamed text, cancel, and the final result. */
 export class RequestHandle implements AsyncIterable<TextChunk> {
@@ -17,6 +20,9 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     private waiter: (() => void) | undefined;
     private ended = false;
     private readonly chunkListeners: Array<(chunk: TextChunk) => void> = [];
+    private readonly progressListeners: Array<(progress: PromptProgress) => void> = [];
+    /** Progress reported before anyone listened (the engine's `queued` and `scheduled` often come in one message). */
+    private earlyProgress: PromptProgress[] | undefined = [];
     private queuedPromptTokens: number | undefined;
     private queuedPromptTokenIds: number[] | undefined;
     private scoredPrompt: PromptLogprobs | undefined;
@@ -37,6 +43,28 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
 
     onChunk(listener: (chunk: TextChunk) => void): void {
         this.chunkListeners.push(listener);
+    }
+
+    /**
+     * `listener` hears how far the prompt's evaluation is (OutputProcessorHooks.onPromptProgress), synchronously: a
+     * stream that writes it at once writes it before the text that follows it. The first listener hears at once what
+     * was reported before it (a stream starts once the request is queued, and it may be scheduled in the same message).
+     */
+    onPromptProgress(listener: (progress: PromptProgress) => void): void {
+        this.progressListeners.push(listener);
+        const early = this.earlyProgress;
+        this.earlyProgress = undefined;
+        for (const progress of early ?? [])
+            listener(progress);
+    }
+
+    /** Called by EngineClient. */
+    pushPromptProgress(progress: PromptProgress): void {
+        // Kept for a first listener only while none has come, a few reports at most: one per prompt chunk evaluated meanwhile.
+        if (this.earlyProgress !== undefined && this.earlyProgress.length < maxEarlyProgress)
+            this.earlyProgress.push(progress);
+        for (const listener of this.progressListeners)
+            listener(progress);
     }
 
     /** The prompt's tokens, once the engine has queued the request (a streamed answer may report them before its first token). */

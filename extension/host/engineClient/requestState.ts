@@ -114,6 +114,10 @@ export class RequestState {
                     lifecycle.sequence = event.sequence;
                 lifecycle.phase = "running";
                 return;
+            case "prefilled":
+                if (lifecycle.firstToken === undefined)
+                    lifecycle.prefilledTokens = event.processedTokens;
+                return;
             case "preempted":
                 if (lifecycle.preemptions.length < maxPreemptionTimes)
                     lifecycle.preemptions.push(event.t);
@@ -148,6 +152,7 @@ export class RequestState {
     /** Ends the request (from an engine event, or on the host: never reached the engine, engine gone). */
     finish(end: FinishInput, iteration: IterationStats): void {
         const lifecycle = this.lifecycle;
+        delete lifecycle.prefilledTokens;
         lifecycle.phase = "finished";
         lifecycle.finished = end.t;
         lifecycle.lastDelivered = end.receivedAt;
@@ -220,6 +225,7 @@ export class RequestState {
         lifecycle.firstToken ??= times[0];
         lifecycle.lastToken = times[times.length - 1];
         if (lifecycle.firstDelivered === undefined) {
+            delete lifecycle.prefilledTokens;
             lifecycle.firstDelivered = receivedAt;
             lifecycle.metrics.ttftS = seconds(receivedAt, lifecycle.arrival);
             iteration.ttftS.push(lifecycle.metrics.ttftS);

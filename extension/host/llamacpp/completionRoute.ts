@@ -15,10 +15,15 @@ import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
 import {utf8} from "../openai/logprobsShapes.js";
+import {llamaPromptProgress} from "./promptProgress.js";
 
 const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
 
-/** llama-server answers with its slot; this server's sequences are not addressable, so every answer names slot 0. */
+/**
+ * llama-server names the slot that ran a request in its answer; this server names the sequence (`GET /slots` lists them)
+ * in a whole answer and a stream's last event. Its sequences are not addressable (`id_slot` in a request is ignored), and
+ * a stream's earlier pieces name slot 0.
+ */
 const slotId = 0;
 
 function sourceOf(body: LlamaCompletionRequest): GenerationSource {
@@ -90,7 +95,7 @@ function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: 
                   logprobs?: readonly TokenLogprob[]): LlamaCompletionAnswer {
     return {
         // A stream's last event has no tokens: they went in the pieces, as llama-server's.
-        index: 0, content, tokens: body.stream ? [] : result.tokenIds ?? [], id_slot: slotId, stop: true, model,
+        index: 0, content, tokens: body.stream ? [] : result.tokenIds ?? [], id_slot: result.sequence ?? slotId, stop: true, model,
         tokens_predicted: result.generatedTokens, tokens_evaluated: result.promptTokens,
         generation_settings: {n_predict: body.maxTokens ?? -1, ...body.temperature !== undefined ? {temperature: body.temperature} : {},
             ...body.topK !== undefined ? {top_k: body.topK} : {}, ...body.topP !== undefined ? {top_p: body.topP} : {},
@@ -121,6 +126,9 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {clie
     const send = openEventStream(response);
     let predicted = 0;
     const promptTokens = handle.promptTokens ?? 0;
+    if (body.returnProgress === true)
+        handle.onPromptProgress((progress) => send({index: 0, content: "", tokens: [], stop: false, id_slot: slotId, tokens_predicted: 0,
+            tokens_evaluated: progress.total, ...llamaPromptProgress(progress)} satisfies LlamaCompletionChunk));
     // Ids of tokens whose text is held back (an incomplete character, a possible stop string) go with the next piece sent.
     let pendingIds: number[] = [];
     for await (const piece of handle) {

@@ -37,12 +37,14 @@ function requestFields({lifecycle, sent}: SequenceSlot, prefixCache: boolean): O
         return {is_processing: false, ...request, n_prompt_tokens: held, n_prompt_tokens_processed: 0, n_prompt_tokens_cache: 0,
             next_token: [{has_next_token: false, has_new_line: false, n_remain: -1, n_decoded: 0}]};
     }
+    // A prompt evaluated in chunks is held up to its last chunk; one in one go is evaluated by its first token.
+    const {prefilledTokens} = lifecycle;
+    const processed = lifecycle.firstToken !== undefined ? promptTokens : prefilledTokens ?? cachedTokens;
     return {
         is_processing: true,
         ...request,
-        n_prompt_tokens: promptTokens + generatedTokens,
-        // The prompt is evaluated by the first token (a chunked prefill's progress is not reported).
-        n_prompt_tokens_processed: lifecycle.firstToken !== undefined ? promptTokens - cachedTokens : 0,
+        n_prompt_tokens: prefilledTokens ?? promptTokens + generatedTokens,
+        n_prompt_tokens_processed: processed - cachedTokens,
         n_prompt_tokens_cache: cachedTokens,
         next_token: [{has_next_token: true, has_new_line: sent.hasNewLine, n_remain: Math.max(0, lifecycle.maxTokens - generatedTokens),
             n_decoded: generatedTokens}]

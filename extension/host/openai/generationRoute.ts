@@ -25,6 +25,7 @@ import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
 import {errorMessage} from "../../../common/errorMessage.js";
+import {llamaPromptProgress} from "../llamacpp/promptProgress.js";
 import {type EngineJob, type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs, vllmPromptLogprobs, withTop} from "./logprobsShapes.js";
 
@@ -99,7 +100,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
             model: context.modelId
         };
         const answer: Answer = {kind, ids, n: params.n, echoes, logprobs: params.logprobs, promptLogprobs: params.promptLogprobs,
-            returnTokenIds: params.returnTokenIds === true};
+            returnTokenIds: params.returnTokenIds === true, returnProgress: params.returnProgress === true};
         if (params.stream)
             await stream(answer, params.includeUsage, handles, response);
         else
@@ -115,7 +116,9 @@ type ResponseIds = {id: string, created: number, model: string};
 type Answer = {
     kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[], logprobs: number | undefined, promptLogprobs: number | undefined,
     /** vLLM's `return_token_ids`. */
-    returnTokenIds: boolean
+    returnTokenIds: boolean,
+    /** llama.cpp's `return_progress`. */
+    returnProgress: boolean
 };
 
 /**
@@ -223,8 +226,8 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
  * Streams the choices (one handle each), their chunks interleaved as they come, each marked with its choice's index;
  * with `echo`, a choice's first chunk is its prompt (with the prompt's log-probabilities when scored).
  */
-async function stream({kind, ids, n, echoes, returnTokenIds}: Answer, includeUsage: boolean, handles: readonly RequestHandle[],
-                      response: http.ServerResponse): Promise<void> {
+async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: Answer, includeUsage: boolean,
+                      handles: readonly RequestHandle[], response: http.ServerResponse): Promise<void> {
     const openSend = openEventStream(response);
     const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
         // vLLM's return_token_ids: the prompt's ids in the choice's first chunk, each chunk the ids of the tokens since the last one
@@ -246,6 +249,10 @@ async function stream({kind, ids, n, echoes, returnTokenIds}: Answer, includeUsa
         };
         if (kind === "chat")
             send(chunk(kind, ids, index, undefined, null, true));
+        // llama.cpp's prompt progress: a chunk without text each time (a chat's repeats the role, as llama-server's).
+        if (returnProgress)
+            handle.onPromptProgress((progress) => openSend({...chunk(kind, ids, index, kind === "chat" ? undefined : "", null, kind === "chat"),
+                ...llamaPromptProgress(progress)}));
         let offset = 0;
         let echo: string | undefined = echoes[Math.floor(index / n)];
         // The prompt is scored before the first token, so its scores are there when the first piece (or the end) is.
