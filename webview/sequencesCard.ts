@@ -1,6 +1,7 @@
 /**
  * The engine's sequences now (llama.cpp calls them slots): for each, the request running on it — its client, its id and
- * the tokens the sequence holds (its prompt and what it generated so far) against the sequence's context — or "free".
+ * the tokens the sequence holds (its prompt and what it generated so far) against the sequence's context, or while a
+ * long prompt is evaluated in chunks how much of it is in — or "free".
  * Read from the requests' lifecycles (their `sequence`, RequestLifecycle). While the panel watches other servers, the
  * slots of those that list them (llama.cpp's): busy or free and the tokens each holds; hidden when none does. Each row
  * carries `data-sequence` and `data-state` ("busy" or "free").
@@ -13,8 +14,11 @@ import {el} from "./dom.js";
 
 export type SequenceRow = {
     sequence: number,
-    /** The request running on it; undefined: free. */
-    request?: {id: string, client: string, tokens: number, fraction: number}
+    /**
+     * The request running on it; undefined: free. `prefill`: its prompt is being evaluated in chunks, `processed` of its
+     * `total` tokens are in (RequestLifecycle.prefilledTokens).
+     */
+    request?: {id: string, client: string, tokens: number, fraction: number, prefill?: {processed: number, total: number}}
 };
 
 /** The share of a context of `contextSize` tokens that `tokens` fill (0 for an unknown context). */
@@ -27,8 +31,10 @@ export function sequenceRows(requests: Iterable<RequestLifecycle>, parallel: num
         const row = record.sequence !== undefined && record.phase === "running" ? rows[record.sequence] : undefined;
         if (row === undefined)
             continue;
-        const tokens = record.promptTokens + record.generatedTokens;
-        row.request = {id: record.id, client: record.client, tokens, fraction: heldFraction(tokens, contextSize)};
+        const processed = record.prefilledTokens;
+        const tokens = processed ?? record.promptTokens + record.generatedTokens;
+        row.request = {id: record.id, client: record.client, tokens, fraction: heldFraction(tokens, contextSize),
+            ...processed !== undefined ? {prefill: {processed, total: record.promptTokens}} : {}};
     }
     return rows;
 }
@@ -40,8 +46,9 @@ function engineRows(requests: Iterable<RequestLifecycle>, engine: EngineInfo): S
     const {contextSize} = engine;
     return sequenceRows(requests, engine.parallel, contextSize).map(({sequence, request}) => ({
         key: String(sequence), label: `#${sequence}`, busy: request !== undefined, fraction: request?.fraction ?? 0,
-        text: request === undefined ? "free"
-            : `${request.client} · ${request.id.slice(0, 6)} · ${formatNumber(request.tokens)} / ${formatNumber(contextSize)} tokens`
+        text: request === undefined ? "free" : `${request.client} · ${request.id.slice(0, 6)} · ${request.prefill !== undefined
+            ? `prompt ${formatNumber(request.prefill.processed)} / ${formatNumber(request.prefill.total)} evaluated`
+            : `${formatNumber(request.tokens)} / ${formatNumber(contextSize)} tokens`}`
     }));
 }
 

@@ -19,15 +19,17 @@ function replica(name: string, slots?: TargetReplicaView["slots"]): TargetReplic
 }
 
 describe("the Sequences card's rows", () => {
-    test("our engine: the running request on each sequence, the tokens it holds of the context; finished ones leave it free", () => {
+    test("our engine: the running request on each sequence, the tokens it holds of the context (a prompt in chunks: so far); " +
+        "finished ones leave it free", () => {
         const rows = sequenceRows([
             lifecycle("a", {sequence: 1}),
             lifecycle("b", {sequence: 2, phase: "finished"}),
             lifecycle("c", {sequence: 3, promptTokens: 100, generatedTokens: 28}),
-            lifecycle("d", {phase: "waiting"})
+            lifecycle("d", {phase: "waiting"}),
+            lifecycle("e", {sequence: 0, promptTokens: 100, generatedTokens: 0, prefilledTokens: 32})
         ], 4, 128);
         assert.deepEqual(rows, [
-            {sequence: 0},
+            {sequence: 0, request: {id: "e", client: "curl", tokens: 32, fraction: 32 / 128, prefill: {processed: 32, total: 100}}},
             {sequence: 1, request: {id: "a", client: "curl", tokens: 15, fraction: 15 / 128}},
             {sequence: 2},
             {sequence: 3, request: {id: "c", client: "curl", tokens: 128, fraction: 1}}
