@@ -10,12 +10,13 @@
  * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
  * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`,
  * `t_max_predict_ms`, and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of llama-server's own
- * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`,
- * `timings_per_token`) are ignored; samplers node-llama-cpp lacks (`typical_p`, `mirostat`, …) too, said once
- * (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's `tokens` with the generated ids (a
- * stream's pieces carry theirs always, as llama-server's). `return_progress` streams the prompt's evaluation before the
- * first token (llamaCppProgress.ts). `n_probs` (at most 20) and `post_sampling_probs` give each generated token's
- * `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
+ * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`) are
+ * ignored; samplers node-llama-cpp lacks (`typical_p`, `mirostat`, …) too, said once (ignoredSamplingFields.ts).
+ * `return_tokens` fills a whole answer's `tokens` with the generated ids (a stream's pieces carry theirs always, as
+ * llama-server's). `return_progress` streams the prompt's evaluation before the first token, `timings_per_token` the
+ * request's `timings` in every piece (llamaCppMeasures.ts). `n_probs` (at most 20) and `post_sampling_probs` give each
+ * generated token's `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints'
+ * log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias, type TextBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
@@ -25,7 +26,7 @@ import {ApiRequestError, fail, optionalBooleanField, optionalNumberField, option
 import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
 import {parsePenalties, schemaFormat} from "./openaiSampling.js";
-import type {PromptProgressField} from "./llamaCppProgress.js";
+import type {LlamaMeasureFields, LlamaTimings} from "./llamaCppMeasures.js";
 import {isObject} from "./validation.js";
 
 export type LlamaCompletionKind = "completion" | "infill";
@@ -49,8 +50,10 @@ export type LlamaCompletionRequest = {
     maxGenerationMs?: number,
     /** `return_tokens`: a whole answer's `tokens` are the generated token ids (a stream's pieces always carry theirs). */
     returnTokens?: boolean,
-    /** `return_progress`: a stream reports the prompt's evaluation before the first token (llamaCppProgress.ts). */
+    /** `return_progress`: a stream reports the prompt's evaluation before the first token (llamaCppMeasures.ts). */
     returnProgress?: boolean,
+    /** `timings_per_token`: every streamed piece carries the request's `timings` so far (llamaCppMeasures.ts). */
+    timingsPerToken?: boolean,
     /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
     probs?: number,
     /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
@@ -66,15 +69,9 @@ export type LlamaCompletionProbability = LlamaTokenProbability &
 /** llama-server's `stop_type`: an end-of-generation token, a stop word, a limit (`n_predict`, `n_indent`, time). */
 export type LlamaStopType = "eos" | "word" | "limit" | "none";
 
-/** llama-server's `timings` (its slot's measurements; here the request's measured lifecycle). */
-export type LlamaTimings = {
-    cache_n: number,
-    prompt_n: number, prompt_ms: number, prompt_per_token_ms: number, prompt_per_second: number,
-    predicted_n: number, predicted_ms: number, predicted_per_token_ms: number, predicted_per_second: number
-};
 
 /** One streamed piece (with `return_progress`, before the first token: `prompt_progress` and no content). */
-export type LlamaCompletionChunk = PromptProgressField & {
+export type LlamaCompletionChunk = LlamaMeasureFields & {
     index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number,
     completion_probabilities?: LlamaCompletionProbability[]
 };
@@ -179,6 +176,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.returnTokens = true;
     if (optionalBooleanField(body, "return_progress") === true)
         request.returnProgress = true;
+    if (optionalBooleanField(body, "timings_per_token") === true)
+        request.timingsPerToken = true;
     if (nProbs !== undefined && nProbs > 0) {
         request.probs = nProbs;
         request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;

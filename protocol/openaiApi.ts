@@ -21,7 +21,7 @@ import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from 
 import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
 import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
 import {parseLlamaCppLogitBias} from "./llamaCppLogitBias.js";
-import type {PromptProgressField} from "./llamaCppProgress.js";
+import type {LlamaMeasureFields} from "./llamaCppMeasures.js";
 import {isObject, type JsonObject} from "./validation.js";
 
 type EngineSampling = Pick<GenerateRequest, "temperature" | "topP" | "topK" | "minP" | "penalties" | "logitBias" | "textBias" | "responseFormat" | "logprobs" |
@@ -52,8 +52,10 @@ export type SamplingParams = EngineSampling & VllmOutputFields & {
     priority?: number,
     /** vLLM's `prompt_logprobs`: the prompt's tokens scored with this many alternatives each (never with a stream). */
     promptLogprobs?: number,
-    /** llama.cpp's `return_progress`: a stream reports the prompt's evaluation before its first token (llamaCppProgress.ts). */
-    returnProgress?: boolean
+    /** llama.cpp's `return_progress`: a stream reports the prompt's evaluation before its first token (llamaCppMeasures.ts). */
+    returnProgress?: boolean,
+    /** llama.cpp's `timings_per_token`: every streamed chunk carries the request's `timings` so far (llamaCppMeasures.ts). */
+    timingsPerToken?: boolean
 };
 
 /** OpenAI's bound on `n`. */
@@ -118,7 +120,8 @@ export type ApiPromptLogprobs = Array<Record<string, ApiPromptTokenLogprob> | nu
 /** vLLM's `stop_reason`: the stop string or the stop token id that ended a choice; null when neither did (the end of text, a limit). */
 export type StopReason = string | number | null;
 
-export type ChatCompletion = {
+/** `timings`: llama.cpp's measurements of the request (llamaCppMeasures.ts), in an answer of one choice for one prompt. */
+export type ChatCompletion = LlamaMeasureFields & {
     id: string, object: "chat.completion", created: number, model: string,
     /** With vLLM's `prompt_logprobs`: the rendered prompt's (where vLLM puts it in a chat answer). */
     prompt_logprobs?: ApiPromptLogprobs,
@@ -129,8 +132,12 @@ export type ChatCompletion = {
         logprobs: ChatLogprobs | null, token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
-/** `prompt_progress`: llama.cpp's prompt progress, in chunks before the first token when the request asked (`return_progress`). */
-export type ChatCompletionChunk = PromptProgressField & {
+/**
+ * `prompt_progress`: llama.cpp's prompt progress, in chunks before the first token when the request asked (`return_progress`);
+ * `timings`: its measurements, in the last chunk of an answer of one choice for one prompt, or in every chunk when the
+ * request asked (`timings_per_token`).
+ */
+export type ChatCompletionChunk = LlamaMeasureFields & {
     id: string, object: "chat.completion.chunk", created: number, model: string,
     /** With `return_token_ids`: in a choice's first chunk. */
     prompt_token_ids?: number[],
@@ -144,7 +151,7 @@ export type ChatCompletionChunk = PromptProgressField & {
     }>,
     usage?: Usage | null
 };
-export type Completion = {
+export type Completion = LlamaMeasureFields & {
     id: string, object: "text_completion", created: number, model: string,
     choices: Array<{index: number, text: string, finish_reason: ApiFinishReason, logprobs: CompletionLogprobs | null,
         /** With vLLM's `prompt_logprobs`: the choice's prompt's. */
@@ -153,7 +160,7 @@ export type Completion = {
         prompt_token_ids?: number[], token_ids?: number[], stop_reason?: StopReason}>,
     usage: Usage
 };
-export type CompletionChunk = PromptProgressField & {
+export type CompletionChunk = LlamaMeasureFields & {
     id: string, object: "text_completion", created: number, model: string,
     choices: Array<{index: number, text: string, finish_reason: ApiFinishReason | null, logprobs: CompletionLogprobs | null,
         /** With `return_token_ids`: the prompt's ids in a choice's first chunk; the ids of the tokens since its previous chunk. */
@@ -228,6 +235,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (seed !== undefined) params.seed = seed;
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
     if (optionalBooleanField(body, "return_progress") === true) params.returnProgress = true;
+    if (optionalBooleanField(body, "timings_per_token") === true) params.timingsPerToken = true;
     Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body), parseLlamaCppSamplers(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;

@@ -222,7 +222,7 @@ export class EngineClient {
     private submit(id: string, client: string | undefined, priority: number, maxTokens: number, message: SubmitMessage): RequestHandle {
         const label = (client ?? defaultClientLabel).slice(0, maxClientLabelLength);
         const arrivalStep = this.outputs.arrive(id, label, nowMs(), priority, maxTokens);
-        const handle = new RequestHandle(id, (requestId) => this.cancel(requestId));
+        const handle = new RequestHandle(id, (requestId) => this.cancel(requestId), arrivalStep.iteration.arrived[0]!);
         this.handles.set(id, handle);
         this.notify((o) => o.onOutputs?.(arrivalStep));
 

@@ -7,7 +7,9 @@ import {RequestState, type RequestResult} from "./requestState.js";
  * A piece of one request's streamed text as delivered to the host; `reasoning`, the model's reasoning apart from its
  * answer's `text` (GenerateRequest.separateReasoning); `logprobs`, one per token, when the request asked for them.
  */
-export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[], ids?: number[]};
+export type TextChunk = {text: string, reasoning?: string, tokens: number, deliveredAt: number, logprobs?: TokenLogprob[], ids?: number[],
+    /** When its last token was sampled (host clock); absent for a chunk of no token. */
+    lastTokenAt?: number};
 
 /**
  * How far a request's prompt is evaluated (llama-server's `prompt_progress`): `processed` of its `total` prompt tokens are
@@ -94,6 +96,7 @@ export class OutputProcessor {
                 this.hooks.onChunk?.(event.id, {text: hostEvent.text,
                     ...hostEvent.reasoning !== undefined ? {reasoning: hostEvent.reasoning} : {},
                     tokens: hostEvent.times.length, deliveredAt: receivedAt,
+                    ...hostEvent.times.length > 0 ? {lastTokenAt: hostEvent.times[hostEvent.times.length - 1]} : {},
                     ...(hostEvent.logprobs !== undefined ? {logprobs: hostEvent.logprobs} : {}),
                     ...(hostEvent.ids !== undefined ? {ids: hostEvent.ids} : {})});
             else if (hostEvent.kind === "promptLogprobs")

@@ -1,4 +1,5 @@
 import type {PromptLogprobs} from "../../../protocol/engineMessages.js";
+import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {PromptProgress, TextChunk} from "./outputProcessor.js";
 import type {RequestResult} from "./requestState.js";
 
@@ -27,7 +28,11 @@ export class RequestHandle implements AsyncIterable<TextChunk> {
     private queuedPromptTokenIds: number[] | undefined;
     private scoredPrompt: PromptLogprobs | undefined;
 
-    constructor(readonly id: string, private readonly cancelRequest: (id: string) => void) {
+    /**
+     * `lifecycle`: the request's, live (the host updates it as the engine's events arrive; read it, never change it): what a
+     * stream reports of the request so far (llama.cpp's `timings_per_token`).
+     */
+    constructor(readonly id: string, private readonly cancelRequest: (id: string) => void, readonly lifecycle: Readonly<RequestLifecycle>) {
         this.done = new Promise((resolve) => {
             this.resolveDone = resolve;
         });

@@ -6,8 +6,9 @@
  * prefix cache did not hold; predicted = first → last token.
  */
 import type {TokenLogprob} from "../../../protocol/engineMessages.js";
+import type {LlamaTimings} from "../../../protocol/llamaCppMeasures.js";
 import type {
-    LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionProbability, LlamaCompletionRequest, LlamaStopType, LlamaTimings,
+    LlamaCompletionAnswer, LlamaCompletionChunk, LlamaCompletionProbability, LlamaCompletionRequest, LlamaStopType,
     LlamaTokenProbability
 } from "../../../protocol/llamaCppApi.js";
 import type {RequestResult} from "../engineClient/requestState.js";
@@ -15,7 +16,7 @@ import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
 import {utf8} from "../openai/logprobsShapes.js";
-import {llamaPromptProgress} from "./promptProgress.js";
+import {llamaPromptProgress, llamaTimings, StreamTimings} from "./measures.js";
 
 const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
 
@@ -45,24 +46,6 @@ export async function serveLlamaCompletion(body: LlamaCompletionRequest, context
         else
             await respondWhole(body, handle, context);
     });
-}
-
-const perSecond = (count: number, ms: number): number => ms > 0 ? count / ms * 1000 : 0;
-
-function timingsOf(result: RequestResult): LlamaTimings {
-    const {scheduled, firstToken, lastToken, finished} = result;
-    const promptN = result.promptTokens - result.cachedTokens;
-    // Nothing generated (n_predict 0): the prompt's evaluation ran to the finish.
-    const promptMs = scheduled === undefined ? 0 : (firstToken ?? finished) - scheduled;
-    const predictedMs = firstToken !== undefined && lastToken !== undefined ? lastToken - firstToken : 0;
-    return {
-        cache_n: result.cachedTokens,
-        prompt_n: promptN, prompt_ms: promptMs, prompt_per_token_ms: promptN > 0 ? promptMs / promptN : 0,
-        prompt_per_second: perSecond(promptN, promptMs),
-        predicted_n: result.generatedTokens, predicted_ms: predictedMs,
-        predicted_per_token_ms: result.generatedTokens > 0 ? predictedMs / result.generatedTokens : 0,
-        predicted_per_second: perSecond(result.generatedTokens, predictedMs)
-    };
 }
 
 function stopTypeOf(result: RequestResult): LlamaStopType {
@@ -105,7 +88,7 @@ function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: 
             : typeof body.prompt === "string" ? body.prompt : "",
         has_new_line: result.text.includes("\n"), truncated: false, stop_type: stopTypeOf(result), stopping_word: result.stopString ?? "",
         // What the sequence's KV cache holds after it: every token but the last one sampled (or the prompt's last, when none was).
-        tokens_cached: Math.max(0, result.promptTokens + result.generatedTokens - 1), timings: timingsOf(result),
+        tokens_cached: Math.max(0, result.promptTokens + result.generatedTokens - 1), timings: llamaTimings(result),
         ...probabilitiesField(body, logprobs)
     };
 }
@@ -126,17 +109,21 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {clie
     const send = openEventStream(response);
     let predicted = 0;
     const promptTokens = handle.promptTokens ?? 0;
+    // timings_per_token: every piece with the request's timings so far.
+    const timings = body.timingsPerToken === true ? new StreamTimings(handle.lifecycle) : undefined;
+    const measured = (): {timings?: LlamaTimings} => timings !== undefined ? {timings: timings.now()} : {};
     if (body.returnProgress === true)
         handle.onPromptProgress((progress) => send({index: 0, content: "", tokens: [], stop: false, id_slot: slotId, tokens_predicted: 0,
-            tokens_evaluated: progress.total, ...llamaPromptProgress(progress)} satisfies LlamaCompletionChunk));
+            tokens_evaluated: progress.total, ...measured(), ...llamaPromptProgress(progress)} satisfies LlamaCompletionChunk));
     // Ids of tokens whose text is held back (an incomplete character, a possible stop string) go with the next piece sent.
     let pendingIds: number[] = [];
     for await (const piece of handle) {
+        timings?.add(piece);
         predicted += piece.tokens;
         pendingIds.push(...piece.ids ?? []);
         if (piece.text !== "" || (body.probs !== undefined && piece.logprobs !== undefined)) {
             send({index: 0, content: piece.text, tokens: pendingIds, stop: false, id_slot: slotId, tokens_predicted: predicted,
-                tokens_evaluated: promptTokens, ...probabilitiesField(body, piece.logprobs)} satisfies LlamaCompletionChunk);
+                tokens_evaluated: promptTokens, ...measured(), ...probabilitiesField(body, piece.logprobs)} satisfies LlamaCompletionChunk);
             pendingIds = [];
         }
     }

@@ -25,7 +25,7 @@ import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {newToolCallId} from "../chat/toolCallId.js";
 import {errorMessage} from "../../../common/errorMessage.js";
-import {llamaPromptProgress} from "../llamacpp/promptProgress.js";
+import {llamaPromptProgress, llamaTimings, StreamTimings} from "../llamacpp/measures.js";
 import {type EngineJob, type GenerationContext, openEventStream, type RefusalFields, refusal, runEngineRequests} from "./engineRequest.js";
 import {chatLogprobs, completionLogprobs, vllmPromptLogprobs, withTop} from "./logprobsShapes.js";
 
@@ -100,7 +100,8 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
             model: context.modelId
         };
         const answer: Answer = {kind, ids, n: params.n, echoes, logprobs: params.logprobs, promptLogprobs: params.promptLogprobs,
-            returnTokenIds: params.returnTokenIds === true, returnProgress: params.returnProgress === true};
+            returnTokenIds: params.returnTokenIds === true, returnProgress: params.returnProgress === true,
+            timingsPerToken: params.timingsPerToken === true};
         if (params.stream)
             await stream(answer, params.includeUsage, handles, response);
         else
@@ -117,8 +118,9 @@ type Answer = {
     kind: Kind, ids: ResponseIds, n: number, echoes: readonly string[], logprobs: number | undefined, promptLogprobs: number | undefined,
     /** vLLM's `return_token_ids`. */
     returnTokenIds: boolean,
-    /** llama.cpp's `return_progress`. */
-    returnProgress: boolean
+    /** llama.cpp's `return_progress` and `timings_per_token`. */
+    returnProgress: boolean,
+    timingsPerToken: boolean
 };
 
 /**
@@ -184,10 +186,12 @@ async function respondWhole({kind, ids, n, echoes, logprobs, promptLogprobs, ret
     const outputIds = (result: RequestResult): {token_ids?: number[]} => returnTokenIds ? {token_ids: result.tokenIds ?? []} : {};
     const promptIds = (result: RequestResult | undefined): {prompt_token_ids?: number[]} =>
         returnTokenIds && result?.promptTokenIds !== undefined ? {prompt_token_ids: result.promptTokenIds} : {};
+    // One choice of one prompt: the request's timings, as llama-server's.
+    const measures = results.length === 1 ? {timings: llamaTimings(results[0]!)} : {};
     const body: ChatCompletion | Completion = kind === "chat"
-        ? {...ids, object: "chat.completion", ...scored(results[0]), ...promptIds(results[0]), usage: usageOf(results, n),
+        ? {...ids, object: "chat.completion", ...scored(results[0]), ...promptIds(results[0]), usage: usageOf(results, n), ...measures,
             choices: results.map((result, index) => ({...chatChoice(result, index, echoes[0]), ...outputIds(result)}))}
-        : {...ids, object: "text_completion", usage: usageOf(results, n),
+        : {...ids, object: "text_completion", usage: usageOf(results, n), ...measures,
             choices: results.map((result, index) => {
                 const echo: string | undefined = echoes[Math.floor(index / n)];
                 const echoScores = echo !== undefined && logprobs !== undefined && result.promptLogprobs !== undefined
@@ -226,7 +230,7 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
  * Streams the choices (one handle each), their chunks interleaved as they come, each marked with its choice's index;
  * with `echo`, a choice's first chunk is its prompt (with the prompt's log-probabilities when scored).
  */
-async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: Answer, includeUsage: boolean,
+async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress, timingsPerToken}: Answer, includeUsage: boolean,
                       handles: readonly RequestHandle[], response: http.ServerResponse): Promise<void> {
     const openSend = openEventStream(response);
     const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
@@ -234,7 +238,12 @@ async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: An
         // (a token whose text is held back goes with the next chunk sent).
         let promptIds = returnTokenIds ? handle.promptTokenIds ?? [] : undefined;
         let pendingIds: number[] = [];
+        // llama.cpp's timings_per_token: every chunk of the choice with its request's timings so far.
+        const timings = timingsPerToken ? new StreamTimings(handle.lifecycle) : undefined;
+        const measured = (event: ChatCompletionChunk | CompletionChunk): ChatCompletionChunk | CompletionChunk =>
+            timings !== undefined ? {...event, timings: timings.now()} : event;
         const send = (event: ChatCompletionChunk | CompletionChunk): void => {
+            event = measured(event);
             if (returnTokenIds && event.choices.length === 1) {
                 const first = event.choices[0]!;
                 if (kind === "chat" && promptIds !== undefined)
@@ -251,8 +260,8 @@ async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: An
             send(chunk(kind, ids, index, undefined, null, true));
         // llama.cpp's prompt progress: a chunk without text each time (a chat's repeats the role, as llama-server's).
         if (returnProgress)
-            handle.onPromptProgress((progress) => openSend({...chunk(kind, ids, index, kind === "chat" ? undefined : "", null, kind === "chat"),
-                ...llamaPromptProgress(progress)}));
+            handle.onPromptProgress((progress) => openSend({...measured(chunk(kind, ids, index, kind === "chat" ? undefined : "", null,
+                kind === "chat")), ...llamaPromptProgress(progress)}));
         let offset = 0;
         let echo: string | undefined = echoes[Math.floor(index / n)];
         // The prompt is scored before the first token, so its scores are there when the first piece (or the end) is.
@@ -271,6 +280,7 @@ async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: An
             echo = undefined;
         };
         for await (const piece of handle) {
+            timings?.add(piece);
             sendEcho();
             if (piece.ids !== undefined)
                 pendingIds.push(...piece.ids);
@@ -295,7 +305,8 @@ async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: An
                 delta: {tool_calls: toolCalls.map((call, callIndex) => ({index: callIndex, ...call}))}}]} satisfies ChatCompletionChunk);
         const last = chunk(kind, ids, index, kind === "chat" ? undefined : "", finishReason(result));
         last.choices[0]!.stop_reason = stopReason(result);
-        send(last);
+        // One choice of one prompt: its last chunk has the request's timings, as llama-server's (unless the usage chunk follows).
+        send(handles.length === 1 && !includeUsage ? {...last, timings: llamaTimings(result)} : last);
         return result;
     };
     const results = await Promise.all(handles.map(choice));
@@ -307,7 +318,8 @@ async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress}: An
         const code = failed.reason === "abort" ? "cancelled" : "engine_error";
         openSend(apiErrorBody(new ApiRequestError(message, null, 500, "server_error", code)));
     } else if (includeUsage)
-        openSend({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results, n)});
+        openSend({...ids, object: kind === "chat" ? "chat.completion.chunk" : "text_completion", choices: [], usage: usageOf(results, n),
+            ...results.length === 1 ? {timings: llamaTimings(results[0]!)} : {}});
     response.end("data: [DONE]\n\n");
 }
 

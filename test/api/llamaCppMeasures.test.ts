@@ -1,13 +1,16 @@
 /**
- * llama.cpp's prompt progress (`return_progress: true` on a stream) on our server, against llama-server on the same model
- * (stories260K, greedy): chunks before the first token on `/completion`, `/v1/completions` and `/v1/chat/completions`,
- * in each endpoint's chunk shape with llama-server's `prompt_progress` fields, from the cached prefix to the whole prompt.
- * A prompt evaluated in chunks while another request decodes reports each chunk, and `GET /slots` follows it
- * (`n_prompt_tokens_processed`), as does the request's lifecycle (`prefilledTokens`) until its first token.
+ * llama.cpp's measurements in answers on our server, against llama-server on the same model (stories260K, greedy), on
+ * `/completion`, `/v1/completions` and `/v1/chat/completions`:
+ * - prompt progress (`return_progress: true` on a stream): chunks before the first token, in each endpoint's chunk shape
+ *   with llama-server's `prompt_progress` fields, from the cached prefix to the whole prompt. A prompt evaluated in chunks
+ *   while another request decodes reports each chunk, and `GET /slots` follows it (`n_prompt_tokens_processed`), as does
+ *   the request's lifecycle (`prefilledTokens`) until its first token;
+ * - `timings` in the OpenAI endpoints' whole answers and streams' last chunks, and with `timings_per_token` in every chunk,
+ *   counting what the answer's usage counts.
  */
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import type {LlamaPromptProgress} from "../../protocol/llamaCppProgress.js";
+import type {LlamaPromptProgress} from "../../protocol/llamaCppMeasures.js";
 import type {LlamaCppSlot} from "../../protocol/llamaCppSlots.js";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import {buildLlamaServer, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
@@ -33,7 +36,7 @@ function hasText(event: Event): boolean {
 }
 
 const stories = findStoriesModel();
-const suite = "llama.cpp's prompt progress, against llama-server on the same model";
+const suite = "llama.cpp's prompt progress and timings, against llama-server on the same model";
 describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories.missing === undefined ? [] : [stories.missing])}, () => {
     const api = apiForSuite({modelPath: stories.path ?? "", contextSize: 2048, parallel: 2});
     let peer: LlamaServer | undefined;
@@ -100,6 +103,57 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
             // Without the field, no progress (as llama-server).
             const plain = await stream(ours(), path, body);
             assert.equal(plain.filter((event) => event.prompt_progress !== undefined).length, 0, path);
+        }
+    });
+
+    type Timings = Record<string, number>;
+    type Usage = {prompt_tokens: number, completion_tokens: number};
+    /** Timings that count what the usage counts. */
+    function checkTimings(timings: Timings | undefined, usage: Usage, where: string): void {
+        assert.ok(timings !== undefined, `${where}: timings`);
+        assert.equal(timings.cache_n! + timings.prompt_n!, usage.prompt_tokens, `${where}: ${JSON.stringify(timings)}`);
+        assert.equal(timings.predicted_n, usage.completion_tokens, where);
+        assert.ok(timings.prompt_ms! > 0 && timings.predicted_ms! > 0 && timings.predicted_per_second! > 0, `${where}: ${JSON.stringify(timings)}`);
+    }
+
+    test("timings in the OpenAI endpoints' whole answers and streams' last chunks, with llama-server's fields", async () => {
+        for (const {path, body} of endpoints.filter((endpoint) => endpoint.path !== "/completion")) {
+            const keys: string[][] = [];
+            for (const origin of [ours(), peer!.origin]) {
+                const whole = await post(origin, path, {...body, temperature: 0});
+                const answer = await whole.json() as {timings?: Timings, usage: Usage};
+                checkTimings(answer.timings, answer.usage, `${origin}${path}`);
+                keys.push(Object.keys(answer.timings!).sort());
+                // Streamed: the last chunk, the usage one when asked for.
+                for (const includeUsage of [false, true]) {
+                    const list = await stream(origin, path, {...body, stream_options: {include_usage: includeUsage}});
+                    const last = list.at(-1)!;
+                    assert.ok(last.timings !== undefined, `${origin}${path} (usage ${includeUsage}): ${JSON.stringify(last)}`);
+                    if (includeUsage)
+                        checkTimings(last.timings as Timings, last.usage as Usage, `${origin}${path} streamed`);
+                    assert.equal(list.filter((event) => event.timings !== undefined).length, 1, "in the last chunk only");
+                }
+            }
+            assert.deepEqual(keys[0], keys[1], `${path}: llama-server's timings fields`);
+        }
+        // Several choices: no timings of one request for all of them.
+        const two = await post(ours(), "/v1/completions", {prompt, max_tokens: 2, n: 2});
+        assert.equal((await two.json() as {timings?: Timings}).timings, undefined);
+    });
+
+    test("timings_per_token: every chunk has the request's timings so far", async () => {
+        for (const {path, body} of endpoints) {
+            const list = await stream(ours(), path, {...body, timings_per_token: true, return_progress: true, stream_options: {include_usage: true}});
+            const measured = list.filter((event) => event.timings !== undefined);
+            assert.equal(measured.length, list.length, `${path}: every chunk`);
+            const predicted = measured.map((event) => (event.timings as Timings).predicted_n!);
+            assert.ok(predicted.every((n, i) => i === 0 || n >= predicted[i - 1]!), `${path}: ${JSON.stringify(predicted)}`);
+            assert.equal(predicted[0], 0, `${path}: nothing generated before the first token`);
+            if (path === "/completion")
+                for (const event of list.filter((piece) => piece.stop === false && piece.prompt_progress === undefined))
+                    assert.equal((event.timings as Timings).predicted_n, event.tokens_predicted, "the tokens so far");
+            else
+                checkTimings(list.at(-1)!.timings as Timings, list.at(-1)!.usage as Usage, path);
         }
     });
 
