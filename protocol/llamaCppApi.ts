@@ -69,7 +69,6 @@ export type LlamaCompletionProbability = LlamaTokenProbability &
 /** llama-server's `stop_type`: an end-of-generation token, a stop word, a limit (`n_predict`, `n_indent`, time). */
 export type LlamaStopType = "eos" | "word" | "limit" | "none";
 
-
 /** One streamed piece (with `return_progress`, before the first token: `prompt_progress` and no content). */
 export type LlamaCompletionChunk = LlamaMeasureFields & {
     index: 0, content: string, tokens: number[], stop: false, id_slot: number, tokens_predicted: number, tokens_evaluated: number,
