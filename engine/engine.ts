@@ -615,6 +615,13 @@ export class Engine {
         void this.run(request, slot, t);
     }
 
+    /** `processed` tokens of `request`'s prompt are in its sequence (a piece of it went in). */
+    private reportPrefilled(request: ActiveRequest, processed: number): void {
+        // A resumed request's input holds what it generated: its progress is not a prompt's.
+        if (request.generated.length === 0)
+            this.emit({kind: "prefilled", id: request.id, t: nowMs(), processedTokens: processed});
+    }
+
     /** The request is on its sequence (the host counts a preempted one resuming as scheduled once, as vLLM). */
     private emitScheduled(request: ActiveRequest, t: number, restoredTokens: number): void {
         const sequence = request.slot === undefined ? -1 : this.slots.indexOf(request.slot);
@@ -738,9 +745,7 @@ export class Engine {
                             await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
                         this.stepTokens += part.length;
                         next += part.length;
-                        // The prompt's progress (a resumed request's input holds what it generated: not a prompt's).
-                        if (request.generated.length === 0)
-                            this.emit({kind: "prefilled", id: request.id, t: nowMs(), processedTokens: next});
+                        this.reportPrefilled(request, next);
                     }
                 } finally {
                     this.prefilling--;
@@ -759,6 +764,17 @@ export class Engine {
                     if (request.stop === undefined)
                         member = this.barrier.join(order);
                 }
+            }
+            // A whole prompt longer than a batch: all but its last batch first, a batch at a time (node-llama-cpp would split
+            // it so anyway), so its progress shows as llama-server reports each batch. It is a step member all along: the
+            // prompts arriving meanwhile go in whole beside its batches, and the first step that decodes waits for it.
+            while (whole && request.stop === undefined && input.length - next > this.loaded.context.batchSize) {
+                const part = input.slice(next, next + this.loaded.context.batchSize);
+                this.barrier.submittedChunk(part.length);
+                await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
+                this.stepTokens += part.length;
+                next += part.length;
+                this.reportPrefilled(request, next);
             }
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);

@@ -42,7 +42,8 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
     let peer: LlamaServer | undefined;
     before(async () => {
         peer = await startLlamaServer({binary: await buildLlamaServer(), model: stories.path ?? "",
-            args: ["-t", "1", "-np", "2", "-c", "4096", "--no-webui"], readyTimeoutMs: 30_000});
+            // Its batch as our engine's (node-llama-cpp's default: 512 tokens here).
+            args: ["-t", "1", "-np", "2", "-c", "4096", "-b", "512", "--no-webui"], readyTimeoutMs: 30_000});
     });
     after(async () => {
         await peer?.stop();
@@ -103,6 +104,17 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
             // Without the field, no progress (as llama-server).
             const plain = await stream(ours(), path, body);
             assert.equal(plain.filter((event) => event.prompt_progress !== undefined).length, 0, path);
+        }
+    });
+
+    test("a prompt longer than a batch, alone: progress after each batch, as llama-server's with the same batch", async () => {
+        const long = "A cat sat on the warm mat and looked at the little red ball by the door. ".repeat(40);
+        for (const origin of [ours(), peer!.origin]) {
+            const reports = progressOf(await stream(origin, "/completion", {prompt: long, n_predict: 2, return_progress: true}), origin);
+            const {total, cache} = reports[0]!;
+            assert.ok(total - cache > 1024 && total - cache <= 1536, `${total} tokens, ${cache} cached: two whole batches and a part`);
+            // The tokens evaluated by each report (a server may find the first token cached).
+            assert.deepEqual(reports.map((report) => report.processed - cache), [0, 512, 1024, total - cache], `${origin}: a report per batch`);
         }
     });
 
