@@ -204,7 +204,9 @@ describe(llamaServerSuite, {skip: llamaServerSkipReason(llamaServerSuite)}, () =
             const openai = new OpenAI({baseURL: server.baseUrl, apiKey: "none", maxRetries: 0});
             const {tiles, servers, notes, throughputInk, sequences, sequencesNote} = await panelAfter(manager,
                 async () => void await Promise.all([0, 1].map((i) => complete(openai, 200, `Panel ${i}`))),
-                () => Number(document.querySelector<HTMLElement>("[data-metric=output_throughput]")?.dataset.value) > 0);
+                // Throughput shown, and a poll after the requests ended (one during them shows the slots busy).
+                () => Number(document.querySelector<HTMLElement>("[data-metric=output_throughput]")?.dataset.value) > 0 &&
+                    document.querySelectorAll("[data-card=sequences] .sequence-row[data-state=free]").length === 2);
             assert.ok(Number(tiles.output_throughput!.value) > 0);
             assert.ok(!tiles.num_requests_running!.notReported, "llama.cpp reports its busy slots");
             for (const key of ["median_ttft_ms", "p99_itl_ms", "median_e2el_ms", "completed"]) {
