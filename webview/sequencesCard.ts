@@ -42,7 +42,8 @@ export function sequenceRows(requests: Iterable<RequestLifecycle>, parallel: num
 /** A row as shown: `label` names the sequence ("#2", or "URL #2" among several servers). */
 type ShownRow = {key: string, label: string, busy: boolean, fraction: number, text: string};
 
-function engineRows(requests: Iterable<RequestLifecycle>, engine: EngineInfo): ShownRow[] {
+/** Our engine's rows as shown. */
+export function engineRows(requests: Iterable<RequestLifecycle>, engine: Pick<EngineInfo, "parallel" | "contextSize">): ShownRow[] {
     const {contextSize} = engine;
     return sequenceRows(requests, engine.parallel, contextSize).map(({sequence, request}) => ({
         key: String(sequence), label: `#${sequence}`, busy: request !== undefined, fraction: request?.fraction ?? 0,

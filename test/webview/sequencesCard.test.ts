@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import {describe, test} from "node:test";
 import type {RequestLifecycle} from "../../protocol/requestLifecycle.js";
 import type {TargetReplicaView, TargetView} from "../../protocol/targetView.js";
-import {sequenceRows, targetSlotRows} from "../../webview/sequencesCard.js";
+import {engineRows, sequenceRows, targetSlotRows} from "../../webview/sequencesCard.js";
 
 function lifecycle(id: string, fields: Partial<RequestLifecycle>): RequestLifecycle {
     return {id, client: "curl", phase: "running", priority: 0, maxTokens: 64, arrival: 0, preemptions: [], promptTokens: 10, cachedTokens: 0,
@@ -34,6 +34,17 @@ describe("the Sequences card's rows", () => {
             {sequence: 2},
             {sequence: 3, request: {id: "c", client: "curl", tokens: 128, fraction: 1}}
         ]);
+    });
+
+    test("as shown: the client, the request, the tokens held; a prompt in chunks, how much of it is in", () => {
+        const rows = engineRows([lifecycle("abcdef123", {sequence: 0}),
+            lifecycle("fedcba987", {sequence: 1, client: "openai-js", promptTokens: 2000, generatedTokens: 0, prefilledTokens: 1024})],
+        {parallel: 3, contextSize: 4096});
+        assert.deepEqual(rows.map(({label, busy, text}) => [label, busy, text]), [
+            ["#0", true, "curl · abcdef · 15 / 4096 tokens"],
+            ["#1", true, "openai-js · fedcba · prompt 1024 / 2000 evaluated"],
+            ["#2", false, "free"]]);
+        assert.equal(rows[1]!.fraction, 1024 / 4096);
     });
 
     test("watched servers: the slots of those that list them, named by server when there are several", () => {
