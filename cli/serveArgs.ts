@@ -1,5 +1,6 @@
 /** `inference-monitor serve` flags, declared once for parsing and --help. */
 import {defaultApiPort, defaultMaxWaiting} from "../extension/host/openai/apiServer.js";
+import {defaultSsePingIntervalS} from "../extension/host/net/eventStream.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
@@ -28,6 +29,7 @@ export const serveCommandLine = {
         "gpu": gpuFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
+        "sse-ping-interval": {type: "string", placeholder: "S", description: `seconds a stream may stay silent (waiting, evaluating a long prompt) before a keep-alive comment; -1 = never (default ${defaultSsePingIntervalS})`},
         "in-process": {type: "boolean", description: "run the engine inside this process"}
     },
     details: "Configure tools with base URL http://127.0.0.1:PORT/v1 (any API key unless --api-key is set). Ctrl-C stops."
@@ -36,7 +38,7 @@ export const serveCommandLine = {
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
     prefixCache: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number,
-    inProcess: boolean
+    ssePingIntervalS: number, inProcess: boolean
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -51,6 +53,7 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
         gpu: gpuValue(values.gpu),
         maxWaiting: integerValue("max-waiting", values["max-waiting"], defaultMaxWaiting, 0),
         logIntervalS: positiveNumberValue("log-interval", values["log-interval"], 10),
+        ssePingIntervalS: integerValue("sse-ping-interval", values["sse-ping-interval"], defaultSsePingIntervalS, -1, 2 ** 31 - 1),
         inProcess: values["in-process"] === true
     };
     if (values.model !== undefined) options.modelPath = values.model;

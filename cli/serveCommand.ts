@@ -39,7 +39,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     try {
         server = await ApiServer.listen({
             engine: {current: () => client}, port: options.port, host: options.host, apiKeys: options.apiKeys,
-            maxWaiting: options.maxWaiting,
+            maxWaiting: options.maxWaiting, ssePingIntervalS: options.ssePingIntervalS,
             metrics: await pipeline.mountMetrics(),
             onIgnoredField: (message) => io.stderr(`note: ${message}\n`),
             dashboard: {source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), engineStartedAt: () => readyAt, title: "Inference Monitor · serve"}

@@ -4,6 +4,7 @@
  * (`message_start`, content blocks with their deltas, `message_delta`, `message_stop`). As llama.cpp's server does,
  * `max_tokens` is an upper bound lowered to what the context leaves (Claude Code asks for 32000 on every request).
  */
+import {startEventStream} from "../net/eventStream.js";
 import {randomBytes} from "node:crypto";
 import type {
     AnthropicMessage, ContentBlock, MessagesEvent, MessagesUsage, StopReason, ToolUseBlock
@@ -74,13 +75,9 @@ async function respondWhole(id: string, model: string, handle: RequestHandle, {c
     response.end(text);
 }
 
-async function stream(id: string, model: string, handle: RequestHandle, {response}: GenerationContext): Promise<void> {
-    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
-    response.flushHeaders();
-    const send = (event: MessagesEvent): void => {
-        if (!response.destroyed)
-            response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-    };
+async function stream(id: string, model: string, handle: RequestHandle, {response, ssePingIntervalMs}: GenerationContext): Promise<void> {
+    const writeEvents = startEventStream(response, ssePingIntervalMs);
+    const send = (event: MessagesEvent): void => writeEvents(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
     const promptTokens = handle.promptTokens ?? 0;
     send({type: "message_start", message: {id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null,
         usage: usageOf(promptTokens, 0, 0)}});

@@ -105,8 +105,9 @@ async function respondWhole(body: LlamaCompletionRequest, handle: RequestHandle,
     response.end(text);
 }
 
-async function stream(body: LlamaCompletionRequest, handle: RequestHandle, {client, response, modelId}: GenerationContext): Promise<void> {
-    const send = openEventStream(response);
+async function stream(body: LlamaCompletionRequest, handle: RequestHandle, context: GenerationContext): Promise<void> {
+    const {client, response, modelId} = context;
+    const send = openEventStream(context);
     let predicted = 0;
     const promptTokens = handle.promptTokens ?? 0;
     // timings_per_token: every piece with the request's timings so far.

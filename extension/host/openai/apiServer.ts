@@ -56,6 +56,8 @@ import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
 import {isObject} from "../../../protocol/validation.js";
+import {parseSsePingInterval} from "../../../protocol/streamKeepAlive.js";
+import {defaultSsePingIntervalS} from "../net/eventStream.js";
 import {parseEmbeddingsRequest, parseOllamaEmbedRequest, parseOllamaLegacyEmbeddingsRequest} from "../../../protocol/embeddingsApi.js";
 import {serveEmbeddings, serveOllamaEmbed, serveOllamaLegacyEmbeddings} from "../embeddings/embeddingsRoute.js";
 
@@ -77,6 +79,11 @@ export type ApiServerOptions = {
     host?: string,
     apiKeys?: readonly ApiKey[],
     maxWaiting?: number,
+    /**
+     * Seconds a stream may stay silent before a keep-alive comment (net/eventStream.ts; ≤ 0: never). Default
+     * `defaultSsePingIntervalS`, as llama-server's; a request's `sse_ping_interval` (llama.cpp's field) overrides it.
+     */
+    ssePingIntervalS?: number,
     /** Browser origins allowed to call the API besides this server's own page. */
     allowedOrigins?: readonly string[],
     /** Renders `/metrics`; absent = 404. */
@@ -319,7 +326,8 @@ export class ApiServer {
         const context = {
             client, info: client.info, modelId: modelId(client.info), request, response,
             clientLabel: clientLabel({userAgent: request.headers["user-agent"], title: firstHeader(request.headers["x-title"])}, keyName),
-            maxWaiting: this.options.maxWaiting ?? defaultMaxWaiting
+            maxWaiting: this.options.maxWaiting ?? defaultMaxWaiting,
+            ssePingIntervalMs: (parseSsePingInterval(body) ?? this.options.ssePingIntervalS ?? defaultSsePingIntervalS) * 1000
         };
         if (pathname === "/v1/chat/completions")
             await serveChatCompletion(parseChatCompletionRequest(body), context);

@@ -2,6 +2,7 @@
  * One API request on the engine, for every generating route (chat and text completions, responses): the same
  * back-pressure, the same cancel on disconnect, and the engine's refusals as API errors naming the route's fields.
  */
+import {startEventStream} from "../net/eventStream.js";
 import type http from "node:http";
 import {ApiRequestError} from "../../../protocol/openaiFields.js";
 import {checkLogitBias} from "../../../protocol/openaiSampling.js";
@@ -19,6 +20,8 @@ export type GenerationContext = {
     clientLabel: string,
     /** Refuse with 503 when this many requests (at least one) already wait for a sequence. */
     maxWaiting: number,
+    /** A stream silent this long gets a keep-alive comment (eventStream.ts); ≤ 0: never. */
+    ssePingIntervalMs: number,
     request: http.IncomingMessage,
     response: http.ServerResponse
 };
@@ -116,14 +119,11 @@ export function refusal(result: RequestResult, client: EngineClient, fields: Ref
 }
 
 /**
- * Starts a server-sent-event stream of `data:` events (OpenAI's and llama.cpp's): the status line and headers go out
- * now; the function returned writes one event, or nothing once the client has gone.
+ * Starts a server-sent-event stream of `data:` events (OpenAI's and llama.cpp's), pinged while silent (eventStream.ts):
+ * the status line and headers go out now; the function returned writes one event, or nothing once the client has gone.
  */
-export function openEventStream(response: http.ServerResponse): (data: unknown) => void {
-    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
-    response.flushHeaders();
-    return (data) => {
-        if (!response.destroyed)
-            response.write(`data: ${JSON.stringify(data)}\n\n`);
-    };
+export function openEventStream({response, ssePingIntervalMs}: Pick<GenerationContext, "response" | "ssePingIntervalMs">
+): (data: unknown) => void {
+    const write = startEventStream(response, ssePingIntervalMs);
+    return (data) => write(`data: ${JSON.stringify(data)}\n\n`);
 }

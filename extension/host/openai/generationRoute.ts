@@ -103,7 +103,7 @@ async function serveGeneration(kind: Kind, params: SamplingParams, jobs: readonl
             returnTokenIds: params.returnTokenIds === true, returnProgress: params.returnProgress === true,
             timingsPerToken: params.timingsPerToken === true};
         if (params.stream)
-            await stream(answer, params.includeUsage, handles, response);
+            await stream(answer, params.includeUsage, handles, context);
         else
             await respondWhole(answer, await Promise.all(handles.map((handle) => handle.done)), client, fields, response);
     });
@@ -231,8 +231,9 @@ function reasoningChunk(ids: ResponseIds, index: number, reasoning: string, logp
  * with `echo`, a choice's first chunk is its prompt (with the prompt's log-probabilities when scored).
  */
 async function stream({kind, ids, n, echoes, returnTokenIds, returnProgress, timingsPerToken}: Answer, includeUsage: boolean,
-                      handles: readonly RequestHandle[], response: http.ServerResponse): Promise<void> {
-    const openSend = openEventStream(response);
+                      handles: readonly RequestHandle[], context: GenerationContext): Promise<void> {
+    const {response} = context;
+    const openSend = openEventStream(context);
     const choice = async (handle: RequestHandle, index: number): Promise<RequestResult> => {
         // vLLM's return_token_ids: the prompt's ids in the choice's first chunk, each chunk the ids of the tokens since the last one
         // (a token whose text is held back goes with the next chunk sent).

@@ -4,7 +4,7 @@
  * server-sent events (`response.created`, the output items with their text deltas, `response.completed`). As on
  * the chat endpoint, the status line waits until the engine has queued the request, so a refused one gets its 4xx.
  */
-import type http from "node:http";
+import {startEventStream} from "../net/eventStream.js";
 import type {ResponseEvent} from "../../../protocol/openaiResponseObjects.js";
 import type {ResponsesRequest} from "../../../protocol/openaiResponses.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
@@ -49,18 +49,15 @@ async function respondWhole(builder: ResponseBuilder, handle: RequestHandle, {cl
 class EventWriter {
     private sequence = 0;
 
-    constructor(private readonly response: http.ServerResponse) {}
+    constructor(private readonly write: (text: string) => void) {}
 
     send(event: ResponseEvent): void {
-        if (!this.response.destroyed)
-            this.response.write(`event: ${event.type}\ndata: ${JSON.stringify({...event, sequence_number: this.sequence++})}\n\n`);
+        this.write(`event: ${event.type}\ndata: ${JSON.stringify({...event, sequence_number: this.sequence++})}\n\n`);
     }
 }
 
-async function stream(builder: ResponseBuilder, handle: RequestHandle, {response}: GenerationContext): Promise<void> {
-    response.writeHead(200, {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"});
-    response.flushHeaders();
-    const events = new EventWriter(response);
+async function stream(builder: ResponseBuilder, handle: RequestHandle, {response, ssePingIntervalMs}: GenerationContext): Promise<void> {
+    const events = new EventWriter(startEventStream(response, ssePingIntervalMs));
     events.send({type: "response.created", response: builder.snapshot()});
     events.send({type: "response.in_progress", response: builder.snapshot()});
     let reasoningOpen = false;
