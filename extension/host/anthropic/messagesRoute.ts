@@ -4,7 +4,6 @@
  * (`message_start`, content blocks with their deltas, `message_delta`, `message_stop`). As llama.cpp's server does,
  * `max_tokens` is an upper bound lowered to what the context leaves (Claude Code asks for 32000 on every request).
  */
-import {startEventStream} from "../net/eventStream.js";
 import {randomBytes} from "node:crypto";
 import type {
     AnthropicMessage, ContentBlock, MessagesEvent, MessagesUsage, StopReason, ToolUseBlock
@@ -15,6 +14,7 @@ import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "../openai/engineRequest.js";
+import {startEventStream} from "../net/eventStream.js";
 
 const fields: RefusalFields = {responseFormat: "output_config.format", maxTokens: "max_tokens"};
 

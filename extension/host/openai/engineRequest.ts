@@ -2,7 +2,6 @@
  * One API request on the engine, for every generating route (chat and text completions, responses): the same
  * back-pressure, the same cancel on disconnect, and the engine's refusals as API errors naming the route's fields.
  */
-import {startEventStream} from "../net/eventStream.js";
 import type http from "node:http";
 import {ApiRequestError} from "../../../protocol/openaiFields.js";
 import {checkLogitBias} from "../../../protocol/openaiSampling.js";
@@ -11,6 +10,7 @@ import type {EngineClient} from "../engineClient/engineClient.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {RequestResult} from "../engineClient/requestState.js";
 import {generationInput, type GenerationParams, type GenerationSource} from "../chat/generationInput.js";
+import {startEventStream} from "../net/eventStream.js";
 
 export type GenerationContext = {
     client: EngineClient,

@@ -4,13 +4,13 @@
  * server-sent events (`response.created`, the output items with their text deltas, `response.completed`). As on
  * the chat endpoint, the status line waits until the engine has queued the request, so a refused one gets its 4xx.
  */
-import {startEventStream} from "../net/eventStream.js";
 import type {ResponseEvent} from "../../../protocol/openaiResponseObjects.js";
 import type {ResponsesRequest} from "../../../protocol/openaiResponses.js";
 import type {RequestHandle} from "../engineClient/requestHandle.js";
 import type {GenerationSource} from "../chat/generationInput.js";
 import {type GenerationContext, type RefusalFields, refusal, runEngineRequest} from "./engineRequest.js";
 import {ResponseBuilder} from "./responseBuilder.js";
+import {startEventStream} from "../net/eventStream.js";
 
 const fields: RefusalFields = {responseFormat: "text.format", maxTokens: "max_output_tokens"};
 
