@@ -10,7 +10,15 @@ export type LlamaCppDefaultParams = {
     n_predict: number, temperature: number, top_k: number, top_p: number, min_p: number, seed: number,
     repeat_last_n: number, repeat_penalty: number, presence_penalty: number, frequency_penalty: number,
     dry_multiplier: number, dry_base: number, dry_allowed_length: number, dry_penalty_last_n: number,
-    xtc_probability: number, xtc_threshold: number, stop: string[], ignore_eos: boolean, stream: boolean
+    xtc_probability: number, xtc_threshold: number, ignore_eos: boolean, stream: boolean,
+    /**
+     * llama-server's samplers that node-llama-cpp has none of, at the values where they do nothing (what a request runs
+     * with here whatever it asks: ignoredSamplingFields.ts).
+     */
+    typical_p: number, top_n_sigma: number, dynatemp_range: number, dynatemp_exponent: number, mirostat: number, mirostat_tau: number,
+    mirostat_eta: number, min_keep: number,
+    /** The samplers applied, in order, by llama-server's names (node-llama-cpp's chain; greedy at temperature 0). */
+    samplers: string[]
 };
 
 export type LlamaCppProps = {

@@ -6,8 +6,8 @@
 import type {LlamaCppDefaultParams} from "./llamaCppProps.js";
 import {expectNumber, expectObject, isObject, optionalInteger, ProtocolError} from "./validation.js";
 
-/** A request's sampling settings in a slot: llama-server's `params` without the texts it leaves out (stop strings). */
-export type LlamaCppSlotParams = Omit<LlamaCppDefaultParams, "stop" | "stream"> & {max_tokens: number};
+/** A request's sampling settings in a slot: llama-server's `params` (without the texts it leaves out: stop strings). */
+export type LlamaCppSlotParams = Omit<LlamaCppDefaultParams, "stream"> & {max_tokens: number};
 
 /** The request a slot runs (or last ran): llama-server's `next_token` entry. */
 export type LlamaCppNextToken = {

@@ -53,8 +53,11 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         const models = await (await fetch(`${ours()}/v1/models`)).json() as {data: Array<{id: string}>};
         assert.equal(mine.model_alias, models.data[0]?.id, "the model's id in /v1/models");
         // llama-server writes its float32 defaults out as doubles (0.800000011920929).
-        for (const key of ["temperature", "top_k", "top_p"] as const)
+        for (const key of ["temperature", "top_k", "top_p", "typical_p", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat",
+            "mirostat_tau", "mirostat_eta", "min_keep"] as const)
             assert.equal(Math.fround(mine.default_generation_settings.params[key]), theirs.default_generation_settings.params[key], key);
+        for (const key of Object.keys(mine.default_generation_settings.params))
+            assert.ok(key in theirs.default_generation_settings.params, `llama-server's params have ${key}`);
     });
 
     test("/apply-template: the same prompt text as llama-server's for the same chat; the chat's tokens are llama-server's", async () => {

@@ -76,6 +76,12 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
         for (const key of ["temperature", "top_k", "max_tokens", "n_predict", "repeat_last_n", "ignore_eos"] as const)
             assert.equal(first.params![key], theirFirst.params![key], key);
         assert.equal(Math.fround(first.params!.top_p), theirFirst.params!.top_p);
+        // The samplers node-llama-cpp lacks, at llama-server's neutral defaults; the samplers applied, in llama-server's order.
+        for (const key of ["typical_p", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau", "min_keep"] as const)
+            assert.equal(first.params![key], theirFirst.params![key], key);
+        assert.equal(Math.fround(first.params!.mirostat_eta), theirFirst.params!.mirostat_eta);
+        const theirOrder = theirFirst.params!.samplers;
+        assert.deepEqual(first.params!.samplers, theirOrder.filter((name) => first.params!.samplers.includes(name)), JSON.stringify(theirOrder));
 
         // The same prompt again, still running while /slots is read: found cached but its last token, on both.
         const running = async (origin: string): Promise<LlamaCppSlot> => {

@@ -19,7 +19,10 @@ export const defaultParams: Readonly<LlamaCppDefaultParams> = {
     n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: defaultPenaltyLastTokens,
     repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: dryDefaults.base,
     dry_allowed_length: dryDefaults.allowedLength, dry_penalty_last_n: dryDefaults.lastTokens, xtc_probability: 0,
-    xtc_threshold: defaultXtcThreshold, stop: [], ignore_eos: false, stream: false
+    xtc_threshold: defaultXtcThreshold, ignore_eos: false, stream: false,
+    typical_p: 1, top_n_sigma: -1, dynatemp_range: 0, dynatemp_exponent: 1, mirostat: 0, mirostat_tau: 5, mirostat_eta: 0.1, min_keep: 0,
+    // node-llama-cpp's sampler chain (its AddonSampler): logit bias, penalties, DRY, then top-k, top-p, min-p, XTC, temperature.
+    samplers: ["penalties", "dry", "top_k", "top_p", "min_p", "xtc", "temperature"]
 };
 
 /** `info`: the running engine's (the caller answers 503 while there is none). */

@@ -52,7 +52,7 @@ function requestFields({lifecycle, sent}: SequenceSlot, prefixCache: boolean): O
 }
 
 function slotParams(settings: SlotSettings, maxTokens: number): LlamaCppSlotParams {
-    const {stop: _stop, stream: _stream, ...defaults} = defaultParams;
+    const {stream: _stream, ...defaults} = defaultParams;
     const {penalties, dry, xtc} = settings;
     return {
         ...defaults,
