@@ -65,6 +65,8 @@ type ActiveRequest = {
     /** Top-k, min-p, penalties, logit bias, the JSON grammar: set once the request is accepted. */
     sampling: ExtraSampling,
     ignoreEos: boolean,
+    /** GenerateRequest.reusePrefix. */
+    reusePrefix: boolean,
     debugBlockMs: number,
     promptTokens: Token[],
     generated: Token[],
@@ -345,6 +347,7 @@ export class Engine {
             seed: request.seed,
             sampling: {},
             ignoreEos: request.ignoreEos ?? false,
+            reusePrefix: request.reusePrefix ?? true,
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
             promptTokens: [],
             generated: [],
@@ -546,11 +549,17 @@ export class Engine {
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
      * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer);
      * unless the prompt cache holds a state sharing more, which then goes on the least recently used free sequence.
+     * A request that reuses no prefix (GenerateRequest.reusePrefix) takes the free sequence holding the fewest tokens.
      */
     private pickSlot(request: ActiveRequest): {slot: Slot, shared: number, restore?: SavedPrompt} | undefined {
         let best: Slot | undefined;
         let bestShared = -1;
         const input = inputTokens(request);
+        if (this.prefixCache && !request.reusePrefix) {
+            const emptiest = this.slots.reduce<Slot | undefined>((fewest, slot) => slot.request === undefined &&
+                (fewest === undefined || slot.sequence.nextTokenIndex < fewest.sequence.nextTokenIndex) ? slot : fewest, undefined);
+            return emptiest === undefined ? undefined : {slot: emptiest, shared: 0};
+        }
         for (const slot of this.slots) {
             if (slot.request !== undefined)
                 continue;

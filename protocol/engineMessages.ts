@@ -168,6 +168,11 @@ export type GenerateRequest = {
     priority?: number,
     /** Keep generating past end-of-sequence tokens (like vLLM's `ignore_eos`), for exact output lengths. */
     ignoreEos?: boolean,
+    /**
+     * false: reuse no cached prefix (neither a sequence's tokens nor the prompt cache's): the whole prompt is evaluated,
+     * as llama.cpp's `cache_prompt: false` asks (for results that do not depend on what ran before). Default true.
+     */
+    reusePrefix?: boolean,
     /** Test-only: busy-block the engine's main thread for this many ms before scheduling (needs `allowDebugRequests`). */
     debugBlockMs?: number
 };
@@ -656,6 +661,8 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (priority !== undefined) request.priority = priority;
     const ignoreEos = optionalBoolean(obj, "ignoreEos", what);
     if (ignoreEos !== undefined) request.ignoreEos = ignoreEos;
+    const reusePrefix = optionalBoolean(obj, "reusePrefix", what);
+    if (reusePrefix !== undefined) request.reusePrefix = reusePrefix;
     const debugBlockMs = optionalNumber(obj, "debugBlockMs", what);
     if (debugBlockMs !== undefined) request.debugBlockMs = debugBlockMs;
     return request;

@@ -10,13 +10,12 @@
  * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
  * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`,
  * `t_max_predict_ms`, and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of llama-server's own
- * machinery (`cache_prompt`: the prefix cache is always on; `samplers`, `id_slot`, `t_max_prompt_ms`, `lora`) are
- * ignored; samplers node-llama-cpp lacks (`typical_p`, `mirostat`, …) too, said once (ignoredSamplingFields.ts).
- * `return_tokens` fills a whole answer's `tokens` with the generated ids (a stream's pieces carry theirs always, as
- * llama-server's). `return_progress` streams the prompt's evaluation before the first token, `timings_per_token` the
- * request's `timings` in every piece (llamaCppMeasures.ts). `n_probs` (at most 20) and `post_sampling_probs` give each
- * generated token's `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints'
- * log-probabilities.
+ * machinery (`samplers`, `id_slot`, `t_max_prompt_ms`, `lora`) are ignored; samplers node-llama-cpp lacks (`typical_p`,
+ * `mirostat`, …) too, said once (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's `tokens` with the
+ * generated ids (a stream's pieces carry theirs always, as llama-server's). `return_progress` streams the prompt's
+ * evaluation before the first token, `timings_per_token` the request's `timings` in every piece (llamaCppMeasures.ts);
+ * `cache_prompt: false` reuses no cached prefix. `n_probs` (at most 20) and `post_sampling_probs` give each generated
+ * token's `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias, type TextBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
@@ -54,6 +53,8 @@ export type LlamaCompletionRequest = {
     returnProgress?: boolean,
     /** `timings_per_token`: every streamed piece carries the request's `timings` so far (llamaCppMeasures.ts). */
     timingsPerToken?: boolean,
+    /** `cache_prompt: false`: reuse no cached prefix; the whole prompt is evaluated. */
+    cachePrompt?: boolean,
     /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
     probs?: number,
     /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
@@ -177,6 +178,8 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.returnProgress = true;
     if (optionalBooleanField(body, "timings_per_token") === true)
         request.timingsPerToken = true;
+    if (optionalBooleanField(body, "cache_prompt") === false)
+        request.cachePrompt = false;
     if (nProbs !== undefined && nProbs > 0) {
         request.probs = nProbs;
         request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;

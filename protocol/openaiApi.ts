@@ -55,7 +55,9 @@ export type SamplingParams = EngineSampling & VllmOutputFields & {
     /** llama.cpp's `return_progress`: a stream reports the prompt's evaluation before its first token (llamaCppMeasures.ts). */
     returnProgress?: boolean,
     /** llama.cpp's `timings_per_token`: every streamed chunk carries the request's `timings` so far (llamaCppMeasures.ts). */
-    timingsPerToken?: boolean
+    timingsPerToken?: boolean,
+    /** llama.cpp's `cache_prompt`: false reuses no cached prefix (the whole prompt is evaluated). */
+    cachePrompt?: boolean
 };
 
 /** OpenAI's bound on `n`. */
@@ -236,6 +238,7 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (optionalBooleanField(body, "return_token_ids") === true) params.returnTokenIds = true;
     if (optionalBooleanField(body, "return_progress") === true) params.returnProgress = true;
     if (optionalBooleanField(body, "timings_per_token") === true) params.timingsPerToken = true;
+    if (optionalBooleanField(body, "cache_prompt") === false) params.cachePrompt = false;
     Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body), parseLlamaCppSamplers(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;

@@ -169,6 +169,24 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
         }
     });
 
+    test("cache_prompt: false: a repeated prompt is evaluated whole, as llama-server's", async () => {
+        const again = "The sun was warm and the birds sang in the tall green trees. ".repeat(4);
+        for (const origin of [ours(), peer!.origin]) {
+            const ask = async (extra: object): Promise<Timings> =>
+                (await (await post(origin, "/completion", {prompt: again, n_predict: 2, temperature: 0, ...extra})).json() as {timings: Timings}).timings;
+            await ask({});
+            const cached = await ask({});
+            assert.ok(cached.cache_n! > 0, `${origin}: the repeat is found cached by default`);
+            const whole = await ask({cache_prompt: false});
+            assert.equal(whole.cache_n, 0, origin);
+            assert.equal(whole.prompt_n, cached.cache_n! + cached.prompt_n!, origin);
+        }
+        // The OpenAI endpoints take it too.
+        const answer = await (await post(ours(), "/v1/completions", {prompt: again, max_tokens: 2, cache_prompt: false})).json() as
+            {usage: {prompt_tokens_details?: {cached_tokens: number}}};
+        assert.equal(answer.usage.prompt_tokens_details?.cached_tokens ?? 0, 0);
+    });
+
     test("the official openai client streams a chat with return_progress to the same text", async () => {
         const request = {model: "m", messages: [{role: "user" as const, content: prompt}], max_tokens: 8, temperature: 0};
         const plain = await api.openai.chat.completions.create(request);

@@ -38,6 +38,8 @@ export type GenerationParams = {
     seed?: number | undefined,
     stop?: readonly string[] | undefined,
     ignoreEos?: boolean | undefined,
+    /** llama.cpp's `cache_prompt`: false reuses no cached prefix (GenerateRequest.reusePrefix). */
+    cachePrompt?: boolean | undefined,
     /** Code completion's limits (GenerateRequest.minIndent, maxGenerationMs). */
     minIndent?: number | undefined,
     maxGenerationMs?: number | undefined,
@@ -89,6 +91,7 @@ export function generationInput(
         ...(params.seed !== undefined ? {seed: params.seed} : {}),
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {}),
+        ...(params.cachePrompt === false ? {reusePrefix: false} : {}),
         ...(params.minIndent !== undefined ? {minIndent: params.minIndent} : {}),
         ...(params.maxGenerationMs !== undefined ? {maxGenerationMs: params.maxGenerationMs} : {})
     };

@@ -36,8 +36,8 @@ function sourceOf(body: LlamaCompletionRequest): GenerationSource {
 export async function serveLlamaCompletion(body: LlamaCompletionRequest, context: GenerationContext): Promise<void> {
     const {maxTokens, temperature, topK, topP, minP, seed, penalties, logitBias, textBias, responseFormat, stop, ignoreEos} = body;
     const params = {maxTokens, clampToContext: true, temperature, topK, topP, minP, seed, penalties, logitBias, textBias, responseFormat,
-        stop, ignoreEos, dry: body.dry, xtc: body.xtc, minIndent: body.minIndent, maxGenerationMs: body.maxGenerationMs,
-        logprobs: body.probs,
+        stop, ignoreEos, cachePrompt: body.cachePrompt, dry: body.dry, xtc: body.xtc, minIndent: body.minIndent,
+        maxGenerationMs: body.maxGenerationMs, logprobs: body.probs,
         // llama-server's streamed pieces always carry their token ids; a whole answer with `return_tokens`.
         returnTokenIds: body.stream || body.returnTokens === true};
     await runEngineRequest(context, sourceOf(body), params, fields, async (handle) => {
