@@ -624,11 +624,23 @@ export class Engine {
         void this.run(request, slot, t);
     }
 
-    /** `processed` tokens of `request`'s prompt are in its sequence (a piece of it went in). */
-    private reportPrefilled(request: ActiveRequest, processed: number): void {
+    /**
+     * Puts `size` tokens of `input` from `from` on `request`'s sequence, in this turn's batch, without sampling (with
+     * `scores`, scored into them), and reports the prompt's progress; returns the input tokens held after them.
+     */
+    private async evaluatePromptPiece(
+        request: ActiveRequest, slot: Slot, input: Token[], from: number, size: number, scores?: TokenLogprob[]
+    ): Promise<number> {
+        this.barrier.submittedChunk(size);
+        if (scores !== undefined)
+            scores.push(...await this.scorePart(slot, input, from, size, request.promptLogprobs ?? 0));
+        else
+            await slot.sequence.evaluateWithoutGeneratingNewTokens(input.slice(from, from + size));
+        this.stepTokens += size;
         // A resumed request's input holds what it generated: its progress is not a prompt's.
         if (request.generated.length === 0)
-            this.emit({kind: "prefilled", id: request.id, t: nowMs(), processedTokens: processed});
+            this.emit({kind: "prefilled", id: request.id, t: nowMs(), processedTokens: from + size});
+        return from + size;
     }
 
     /** The request is on its sequence (the host counts a preempted one resuming as scheduled once, as vLLM). */
@@ -746,15 +758,7 @@ export class Engine {
                         const size = Math.min(share, input.length - next - 1);
                         if (request.stop !== undefined || size <= 0)
                             break;
-                        const part = input.slice(next, next + size);
-                        this.barrier.submittedChunk(part.length);
-                        if (scoring)
-                            scores.push(...await this.scorePart(slot, input, next, size, request.promptLogprobs ?? 0));
-                        else
-                            await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
-                        this.stepTokens += part.length;
-                        next += part.length;
-                        this.reportPrefilled(request, next);
+                        next = await this.evaluatePromptPiece(request, slot, input, next, size, scoring ? scores : undefined);
                     }
                 } finally {
                     this.prefilling--;
@@ -777,14 +781,8 @@ export class Engine {
             // A whole prompt longer than a batch: all but its last batch first, a batch at a time (node-llama-cpp would split
             // it so anyway), so its progress shows as llama-server reports each batch. It is a step member all along: the
             // prompts arriving meanwhile go in whole beside its batches, and the first step that decodes waits for it.
-            while (whole && request.stop === undefined && input.length - next > this.loaded.context.batchSize) {
-                const part = input.slice(next, next + this.loaded.context.batchSize);
-                this.barrier.submittedChunk(part.length);
-                await slot.sequence.evaluateWithoutGeneratingNewTokens(part);
-                this.stepTokens += part.length;
-                next += part.length;
-                this.reportPrefilled(request, next);
-            }
+            while (whole && request.stop === undefined && input.length - next > this.loaded.context.batchSize)
+                next = await this.evaluatePromptPiece(request, slot, input, next, this.loaded.context.batchSize);
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
                 // With no alternatives asked for, the token's own probability is all a log-probability needs: node-llama-cpp's
