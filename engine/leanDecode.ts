@@ -1,0 +1,135 @@
+/**
+ * A request's decode loop on its sequence, leaner than node-llama-cpp's `evaluateWithMetadata`.
+ *
+ * Per token, node-llama-cpp's generator takes the sequence's evaluation lock, aborts a token predictor, builds a
+ * sampler lock and runs its own async generator layers around the one thing that matters: queue the token's decode
+ * in the context's shared batch and sample from its logits. On a small model that wrapping cost as much as the
+ * model: its decode loop gave 891–933 tok/s where this one gives 986–1017, one sequence, demo `small` q4_0
+ * (2026-12-06, interleaved). This loop does that one thing through the same internal calls, so everything else
+ * stays node-llama-cpp's: the batch dispatch, the sequence's token bookkeeping (prefix reuse and erasing read it),
+ * context shifting, the sampler configuration (resolved per token from the same options, as its own loop does).
+ *
+ * It relies on internals of node-llama-cpp 3.21.1 (pinned exactly): `leanInternals` checks they are there, and
+ * `generateTokens` uses node-llama-cpp's own loop whenever they are not, for a token predictor, or when the whole
+ * distribution is asked for. test/engine/leanDecode.test.ts holds it to node-llama-cpp's tokens.
+ *
+ * The engine is a sequence's only user while it generates on it (a slot has one request), so this loop takes no
+ * evaluation lock between tokens: nothing else erases, clears or saves that sequence meanwhile.
+ */
+import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "./llamaTypes.js";
+
+/** A generated token, with the sampler's probability of it when asked for. */
+export type GeneratedToken = {token: Token, probabilities?: Map<Token, number>, confidence?: number};
+
+type SamplerConfig = {dryRepeatPenaltySequenceBreakers?: false | string[]} & Record<string, unknown>;
+type NativeSampler = {applyConfig(config: SamplerConfig): void, dispose(): void};
+type NativeSample = Token | -1 | [token: Token | -1, probabilities: unknown, confidence: number | undefined];
+
+/** node-llama-cpp 3.21.1's LlamaContextSequence internals this loop drives (not in its typings). */
+type SequenceInternals = {
+    _decodeTokens(
+        tokens: Token[], logits: boolean[], evaluationPriority: number, tokenMeter: unknown, contextShift: unknown,
+        logitDataMapper: (batchLogitIndex: number) => Promise<NativeSample>, afterBatchAction: unknown
+    ): Promise<unknown[]>,
+    _resolveSamplerConfig(options: SamplerOptions): SamplerConfig,
+    _tokenMeter: unknown,
+    _contextShift: unknown,
+    _takeIntervalCheckpointIfNeededAfterBatch: unknown,
+    _tokenPredictor: unknown,
+    _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: NativeSampler, probabilities?: boolean, confidence?: boolean):
+        Promise<NativeSample>}},
+    model: {_model: unknown, _llama: {_bindings: {AddonSampler: new (model: unknown) => NativeSampler}}}
+};
+
+type SamplerOptions = Pick<SequenceEvaluateOptions, "temperature" | "minP" | "topK" | "topP" | "seed" | "xtc" |
+    "grammarEvaluationState" | "repeatPenalty" | "dryRepeatPenalty" | "tokenBias">;
+
+/** node-llama-cpp's priority for an evaluation that names none. */
+const defaultEvaluationPriority = 5;
+
+/** The sequence's internals, when this node-llama-cpp has them all. */
+export function leanInternals(sequence: LlamaContextSequence): SequenceInternals | undefined {
+    const internals = sequence as unknown as Partial<SequenceInternals>;
+    const ctx = internals._context?._ctx;
+    const bindings = internals.model?._llama?._bindings;
+    return typeof internals._decodeTokens === "function" && typeof internals._resolveSamplerConfig === "function" &&
+        typeof ctx?.sampleToken === "function" && typeof bindings?.AddonSampler === "function" &&
+        internals._contextShift !== undefined && internals._tokenMeter !== undefined
+        ? internals as SequenceInternals : undefined;
+}
+
+/**
+ * Evaluates `tokens` on `sequence` and yields each token sampled after them, fed back in turn, until the caller
+ * stops: `sequence.evaluateWithMetadata(tokens, metadata, {...options, yieldEogToken: true})`, leaner when it can be.
+ */
+export function generateTokens(
+    sequence: LlamaContextSequence, tokens: Token[], metadata: {probabilities?: boolean, confidence?: boolean}, options: SamplerOptions
+): AsyncGenerator<GeneratedToken, void, undefined> {
+    const internals = leanInternals(sequence);
+    if (internals === undefined || internals._tokenPredictor != null || metadata.probabilities === true)
+        return sequence.evaluateWithMetadata(tokens, metadata, {...options, yieldEogToken: true}) as
+            AsyncGenerator<GeneratedToken, void, undefined>;
+    return leanLoop(internals, tokens, metadata.confidence === true, options);
+}
+
+async function* leanLoop(internals: SequenceInternals, tokens: Token[], confidence: boolean, options: SamplerOptions):
+AsyncGenerator<GeneratedToken, void, undefined> {
+    const {temperature, minP, topK, topP, seed, xtc, grammarEvaluationState, repeatPenalty, dryRepeatPenalty, tokenBias} = options;
+    // Only the sampling fields: node-llama-cpp resolves them into its native sampler's configuration.
+    const samplerOptions: SamplerOptions = {
+        temperature, minP, topK, topP, seed, xtc, grammarEvaluationState, repeatPenalty, dryRepeatPenalty, tokenBias
+    };
+    const sampler = new Sampler(new internals.model._llama._bindings.AddonSampler(internals.model._model));
+    const ctx = internals._context._ctx;
+    let sampling: Promise<NativeSample> | undefined;
+    const sample = (batchLogitIndex: number): Promise<NativeSample> => {
+        // Per token, as node-llama-cpp's loop: the penalties' window, the bans and a grammar's state move with the output.
+        sampler.apply(internals._resolveSamplerConfig(samplerOptions));
+        sampling = confidence ? ctx.sampleToken(batchLogitIndex, sampler.native, false, true)
+            : ctx.sampleToken(batchLogitIndex, sampler.native);
+        return sampling;
+    };
+    try {
+        let input = tokens;
+        for (;;) {
+            const logits: boolean[] = [];
+            logits[input.length - 1] = true;
+            const results = await internals._decodeTokens(input, logits, defaultEvaluationPriority, internals._tokenMeter,
+                internals._contextShift, sample, internals._takeIntervalCheckpointIfNeededAfterBatch);
+            const result = results[input.length - 1] as NativeSample | undefined;
+            const token = Array.isArray(result) ? result[0] : result;
+            if (token === undefined || token === -1)
+                throw new Error("Failed to sample next token");
+            const sampledConfidence = Array.isArray(result) ? result[2] : undefined;
+            yield sampledConfidence !== undefined ? {token, confidence: sampledConfidence} : {token};
+            input = [token];
+        }
+    } finally {
+        // Never under a native sample still running (the loop ended by an error while one was in flight).
+        await sampling?.catch(() => undefined);
+        sampler.dispose();
+    }
+}
+
+/** A native sampler, given node-llama-cpp's configurations as its LlamaSampler gives them. */
+class Sampler {
+    private drySequenceBreakers: string[] | undefined;
+
+    constructor(readonly native: NativeSampler) {}
+
+    apply(config: SamplerConfig): void {
+        // The same breakers as last time: `false` keeps the native sampler from rebuilding them (LlamaSampler's rule).
+        const breakers = config.dryRepeatPenaltySequenceBreakers;
+        if (config.dryRepeatPenaltyStrength != null && breakers !== undefined && breakers !== false) {
+            if (breakers === this.drySequenceBreakers)
+                config.dryRepeatPenaltySequenceBreakers = false;
+            else
+                this.drySequenceBreakers = breakers;
+        }
+        this.native.applyConfig(config);
+    }
+
+    dispose(): void {
+        this.native.dispose();
+    }
+}

@@ -1,0 +1,122 @@
+/**
+ * The engine's lean decode loop (engine/leanDecode.ts) against node-llama-cpp's own `evaluateWithMetadata`, on the
+ * real stories260K model: the same tokens for the same options (greedy, seeded sampling, penalties whose window moves
+ * with the output, DRY, token bans), the same confidences, and the sequence left holding the same tokens. It drives
+ * node-llama-cpp internals, so the first test fails if this node-llama-cpp lacks them (the engine would silently fall
+ * back to the slower loop).
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import {generateTokens, leanInternals, type GeneratedToken} from "../../engine/leanDecode.js";
+import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "../../engine/llamaTypes.js";
+import {loadModel, type LoadedModel} from "../../engine/modelLoader.js";
+import {skipReason} from "../helpers/prerequisites.js";
+import {findStoriesModel} from "../helpers/sharedModels.js";
+
+const stories = findStoriesModel();
+const suite = "lean decode loop (stories260K)";
+const count = 48;
+
+async function take(tokens: AsyncGenerator<GeneratedToken, void, undefined>, n: number): Promise<GeneratedToken[]> {
+    const out: GeneratedToken[] = [];
+    for await (const output of tokens) {
+        out.push(output);
+        if (out.length >= n)
+            break;
+    }
+    return out;
+}
+
+describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [stories.missing])}, () => {
+    let loaded: LoadedModel;
+    let lean: LlamaContextSequence;
+    let reference: LlamaContextSequence;
+    let prompt: Token[];
+
+    before(async () => {
+        loaded = await loadModel({modelPath: stories.path!, threads: 1, parallel: 2, contextSize: 512, gpu: "off"}, () => undefined);
+        lean = loaded.context.getSequence();
+        reference = loaded.context.getSequence();
+        prompt = loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She", true);
+    });
+    after(async () => {
+        await loaded.context.dispose();
+        await loaded.model.dispose();
+        await loaded.llama.dispose();
+    });
+
+    test("this node-llama-cpp has the internals the lean loop drives", () => {
+        assert.ok(leanInternals(lean) !== undefined, "node-llama-cpp's sequence internals changed: the engine would use its slower loop");
+    });
+
+    /** Options built per side: penalties read the side's own output. */
+    const cases: Array<{name: string, options: (generated: Token[]) => SequenceEvaluateOptions, confidence?: true}> = [
+        {name: "greedy", options: () => ({temperature: 0})},
+        {name: "seeded sampling", options: () => ({temperature: 0.9, seed: 11, topK: 30, topP: 0.9, minP: 0.02})},
+        {name: "confidence", options: () => ({temperature: 0.8, seed: 5}), confidence: true},
+        {name: "a penalty window that moves with the output", options: (generated) => ({temperature: 0.8, seed: 3, repeatPenalty: {
+            punishTokens: () => generated.slice(-16), maxPunishTokens: 16, penalty: 1.4, presencePenalty: 0.3, frequencyPenalty: 0.2}})},
+        {name: "DRY", options: () => ({temperature: 0.7, seed: 9, dryRepeatPenalty: {strength: 0.8, base: 1.75, allowedLength: 2, lastTokens: 64}})},
+        {name: "bans that change with the output", options: (generated) => ({temperature: 0.8, seed: 2, tokenBias: () => {
+            const bias = new loaded.TokenBias(loaded.model.tokenizer);
+            for (const token of loaded.model.tokenize(generated.length < 20 ? " the." : " she", false))
+                bias.set(token, "never");
+            return bias;
+        }})}
+    ];
+
+    for (const {name, options, confidence} of cases)
+        test(`${name}: the tokens node-llama-cpp's loop gives, and the sequence holds the same`, async () => {
+            const sides = [];
+            // One side at a time: each decodes alone, so both see the same batches.
+            for (const [sequence, loop] of [[lean, "lean"], [reference, "node-llama-cpp"]] as const) {
+                await sequence.clearHistory();
+                const generated: Token[] = [];
+                const metadata = confidence === true ? {confidence: true as const} : {};
+                const tokens = loop === "lean"
+                    ? generateTokens(sequence, prompt, metadata, options(generated))
+                    : sequence.evaluateWithMetadata(prompt, metadata, {...options(generated), yieldEogToken: true}) as
+                        AsyncGenerator<GeneratedToken, void, undefined>;
+                const outputs: GeneratedToken[] = [];
+                for await (const output of tokens) {
+                    outputs.push(output);
+                    generated.push(output.token);
+                    if (outputs.length >= count)
+                        break;
+                }
+                sides.push({outputs, held: [...sequence.contextTokens]});
+            }
+            const [ours, theirs] = sides as [typeof sides[0], typeof sides[0]];
+            assert.deepEqual(ours.outputs.map((o) => o.token), theirs.outputs.map((o) => o.token));
+            if (confidence === true) {
+                assert.equal(ours.outputs.filter((o) => typeof o.confidence === "number").length, count, "a token without its confidence");
+                ours.outputs.forEach((o, i) => assert.ok(Math.abs(o.confidence! - theirs.outputs[i]!.confidence!) < 1e-6, `token ${i}'s confidence`));
+            } else
+                assert.ok(ours.outputs.every((o) => o.confidence === undefined));
+            // The prompt and every token but the last (fed back only when the next is asked for).
+            assert.equal(ours.held.length, prompt.length + count - 1);
+            assert.deepEqual(ours.held, theirs.held);
+            assert.equal(lean.nextTokenIndex, reference.nextTokenIndex);
+        });
+
+    test("the whole distribution asked for: node-llama-cpp's loop gives it", async () => {
+        await lean.clearHistory();
+        const outputs = await take(generateTokens(lean, prompt, {probabilities: true}, {temperature: 0.8, seed: 1}), 3);
+        assert.equal(outputs.length, 3);
+        for (const output of outputs) {
+            assert.ok(output.probabilities instanceof Map && output.probabilities.size > 1, "no distribution");
+            assert.ok(output.probabilities.has(output.token));
+        }
+    });
+
+    test("a second generation continues the sequence where the first stopped", async () => {
+        await lean.clearHistory();
+        const first = await take(generateTokens(lean, prompt, {}, {temperature: 0}), 5);
+        const last = first.at(-1)!.token;
+        const second = await take(generateTokens(lean, [last], {}, {temperature: 0}), 5);
+        await reference.clearHistory();
+        const whole = await take(reference.evaluateWithMetadata(prompt, {}, {temperature: 0, yieldEogToken: true}) as
+            AsyncGenerator<GeneratedToken, void, undefined>, 10);
+        assert.deepEqual([...first, ...second].map((o) => o.token), whole.map((o) => o.token));
+    });
+});
