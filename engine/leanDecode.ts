@@ -3,8 +3,8 @@
  *
  * Per token, node-llama-cpp's generator takes the sequence's evaluation lock, aborts a token predictor, builds a
  * sampler lock and runs its own async generator layers around the one thing that matters: queue the token's decode
- * in the context's shared batch and sample from its logits. On a small model that wrapping cost as much as the
- * model: its decode loop gave 891–933 tok/s where this one gives 986–1017, one sequence, demo `small` q4_0
+ * in the context's shared batch and sample from its logits. On a small model that wrapping is a tenth of a token's
+ * time: a loop of its `evaluate` gave 891–933 tok/s where this one gives 986–1017, one sequence, demo `small` q4_0
  * (2026-12-06, interleaved). This loop does that one thing through the same internal calls, so everything else
  * stays node-llama-cpp's: the batch dispatch, the sequence's token bookkeeping (prefix reuse and erasing read it),
  * context shifting, the sampler configuration (resolved per token from the same options, as its own loop does).
