@@ -68,6 +68,8 @@ type ActiveRequest = {
     ignoreEos: boolean,
     /** GenerateRequest.reusePrefix. */
     reusePrefix: boolean,
+    /** GenerateRequest.sequence: the only slot it may run on (undefined: any). */
+    pinned: number | undefined,
     debugBlockMs: number,
     promptTokens: Token[],
     generated: Token[],
@@ -349,6 +351,7 @@ export class Engine {
             sampling: {},
             ignoreEos: request.ignoreEos ?? false,
             reusePrefix: request.reusePrefix ?? true,
+            pinned: request.sequence,
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
             promptTokens: [],
             generated: [],
@@ -506,6 +509,10 @@ export class Engine {
                 `this model's context holds ${this.sequenceCapacity} tokens, but the request needs ${needs} ` +
                 `(${active.promptTokens.length} in the prompt, ${active.maxTokens} to generate)`, "context_length_exceeded");
 
+        if (active.pinned !== undefined && active.pinned >= this.slots.length)
+            return this.finish(active, "error", `sequence ${active.pinned} does not exist: this engine runs ${this.slots.length} ` +
+                `(0 … ${this.slots.length - 1})`, "invalid_request");
+
         this.queue.push(active);
         this.stats?.counters.add(CounterSlot.promptTokensTotal, active.promptTokens.length);
         this.emit({kind: "queued", id: active.id, t: nowMs()});
@@ -525,16 +532,18 @@ export class Engine {
 
     /** Starts waiting requests on free sequences; preempts for higher priority. */
     private schedule(): void {
-        while (!this.disposed) {
-            const next = this.queue.peek();
-            if (next === undefined)
+        // In queue order; a request pinned to a busy sequence (GenerateRequest.sequence) lets the ones behind it start.
+        for (const next of [...this.queue]) {
+            if (this.disposed)
                 break;
             const free = this.pickSlot(next);
             if (free !== undefined) {
-                this.queue.shift();
+                this.queue.remove(next);
                 this.start(next, free.slot, free.shared, free.restore);
                 continue;
             }
+            if (next.pinned !== undefined)
+                continue;
             this.preemptFor(next);
             break;
         }
@@ -553,6 +562,8 @@ export class Engine {
      * A request that reuses no prefix (GenerateRequest.reusePrefix) takes the free sequence holding the fewest tokens.
      */
     private pickSlot(request: ActiveRequest): {slot: Slot, shared: number, restore?: SavedPrompt} | undefined {
+        if (request.pinned !== undefined)
+            return this.pinnedSlot(request, this.slots[request.pinned]!);
         let best: Slot | undefined;
         let bestShared = -1;
         const input = inputTokens(request);
@@ -581,6 +592,14 @@ export class Engine {
         const leastRecent = this.slots.reduce<Slot | undefined>((lru, slot) =>
             slot.request === undefined && (lru === undefined || slot.lastUsed < lru.lastUsed) ? slot : lru, undefined)!;
         return {slot: leastRecent, shared: saved.shared, restore: saved.prompt};
+    }
+
+    /** `slot` for a request pinned to it, once it is free: the prefix it holds is reused as pickSlot's would be. */
+    private pinnedSlot(request: ActiveRequest, slot: Slot): {slot: Slot, shared: number} | undefined {
+        if (slot.request !== undefined)
+            return undefined;
+        const reuses = this.prefixCache && request.reusePrefix;
+        return {slot, shared: reuses ? slot.sequence.compareContextTokens(inputTokens(request)).firstDifferentIndex : 0};
     }
 
     /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */

@@ -41,6 +41,11 @@ export class WaitingQueue<T extends Queueable> {
         return true;
     }
 
+    /** In the order they are served. */
+    [Symbol.iterator](): Iterator<T> {
+        return this.items[Symbol.iterator]();
+    }
+
     drain(): T[] {
         return this.items.splice(0, this.items.length);
     }

@@ -173,6 +173,11 @@ export type GenerateRequest = {
      * as llama.cpp's `cache_prompt: false` asks (for results that do not depend on what ran before). Default true.
      */
     reusePrefix?: boolean,
+    /**
+     * Run on this sequence only (0 … parallel − 1; llama.cpp's `id_slot`): the request waits until it is free, while
+     * later requests may start on other free sequences; it preempts nothing. Absent: any sequence.
+     */
+    sequence?: number,
     /** Test-only: busy-block the engine's main thread for this many ms before scheduling (needs `allowDebugRequests`). */
     debugBlockMs?: number
 };
@@ -663,6 +668,12 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (ignoreEos !== undefined) request.ignoreEos = ignoreEos;
     const reusePrefix = optionalBoolean(obj, "reusePrefix", what);
     if (reusePrefix !== undefined) request.reusePrefix = reusePrefix;
+    const sequence = optionalInteger(obj, "sequence", what);
+    if (sequence !== undefined) {
+        if (sequence < 0)
+            throw new ProtocolError(`${what}.sequence: ${sequence} is not a sequence index`);
+        request.sequence = sequence;
+    }
     const debugBlockMs = optionalNumber(obj, "debugBlockMs", what);
     if (debugBlockMs !== undefined) request.debugBlockMs = debugBlockMs;
     return request;

@@ -1,21 +1,22 @@
 /**
- * llama.cpp's server's own completion API, `POST /completion` and `POST /infill` (what llama.vscode, the ggml-org
- * VS Code extension, sends for code completion, and what scripts written against llama-server send): the request
- * bodies this server accepts, validated on arrival, and the answers in llama-server's shape (`content`, `stop`,
- * `stop_type`, `tokens_predicted`, `tokens_evaluated`, `tokens_cached`, `timings`).
+ * llama.cpp's server's own completion API, `POST /completion` and `POST /infill` (what llama.vscode, the ggml-org VS
+ * Code extension, sends for code completion, and what scripts written against llama-server send): the request bodies
+ * this server accepts, validated on arrival, and the answers in llama-server's shape (`content`, `stop`, `stop_type`,
+ * `tokens_predicted`, `tokens_evaluated`, `tokens_cached`, `timings`).
  *
- * Honoured: `prompt` (text, or token ids for `/completion`), `input_prefix`, `input_suffix`, `input_extra`
- * (`/infill`), `n_predict` (−1: what the context leaves; 0: the prompt is only evaluated, into the prefix cache),
- * `temperature`, `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties
- * (`repeat_penalty`, `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids),
- * `json_schema`, `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`,
- * `t_max_predict_ms`, and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of llama-server's own
- * machinery (`samplers`, `id_slot`, `t_max_prompt_ms`, `lora`) are ignored; samplers node-llama-cpp lacks (`typical_p`,
- * `mirostat`, …) too, said once (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's `tokens` with the
- * generated ids (a stream's pieces carry theirs always, as llama-server's). `return_progress` streams the prompt's
- * evaluation before the first token, `timings_per_token` the request's `timings` in every piece (llamaCppMeasures.ts);
- * `cache_prompt: false` reuses no cached prefix. `n_probs` (at most 20) and `post_sampling_probs` give each generated
- * token's `completion_probabilities`: the distribution it was sampled from, as the OpenAI endpoints' log-probabilities.
+ * Honoured: `prompt` (text, or token ids for `/completion`), `input_prefix`, `input_suffix`, `input_extra` (`/infill`),
+ * `n_predict` (−1: what the context leaves; 0: the prompt is only evaluated, into the prefix cache), `temperature`,
+ * `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties (`repeat_penalty`,
+ * `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids), `json_schema`,
+ * `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`, `t_max_predict_ms`, `id_slot` (the
+ * sequence to run on: parseIdSlot), and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of
+ * llama-server's own machinery (`samplers`, `t_max_prompt_ms`, `lora`) are ignored; samplers node-llama-cpp lacks
+ * (`typical_p`, `mirostat`, …) too, said once (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's
+ * `tokens` with the generated ids (a stream's pieces carry theirs always, as llama-server's). `return_progress` streams
+ * the prompt's evaluation before the first token, `timings_per_token` the request's `timings` in every piece
+ * (llamaCppMeasures.ts); `cache_prompt: false` reuses no cached prefix. `n_probs` (at most 20) and
+ * `post_sampling_probs` give each generated token's `completion_probabilities`: the distribution it was sampled from,
+ * as the OpenAI endpoints' log-probabilities.
  */
 import {maxStopLength, maxStopStrings, maxInfillChunks, maxTopLogprobs, type InfillContext, type ResponseFormat, type SamplingPenalties,
     type LogitBias, type TextBias, type DryPenalty, type ExcludeTopChoices} from "./engineMessages.js";
@@ -26,7 +27,7 @@ import {parseGrammarConstraint} from "./grammarFields.js";
 import type {StreamChunkContent} from "./openaiApi.js";
 import {parsePenalties, schemaFormat} from "./openaiSampling.js";
 import type {LlamaMeasureFields, LlamaTimings} from "./llamaCppMeasures.js";
-import {isObject} from "./validation.js";
+import {isObject, type JsonObject} from "./validation.js";
 
 export type LlamaCompletionKind = "completion" | "infill";
 
@@ -55,6 +56,8 @@ export type LlamaCompletionRequest = {
     timingsPerToken?: boolean,
     /** `cache_prompt: false`: reuse no cached prefix; the whole prompt is evaluated. */
     cachePrompt?: boolean,
+    /** `id_slot` (parseIdSlot). */
+    slot?: number,
     /** `n_probs`: each generated token's probability and this many most likely alternatives (absent: none). */
     probs?: number,
     /** `post_sampling_probs`: probabilities (`prob`, `top_probs`) instead of log-probabilities (`logprob`, `top_logprobs`). */
@@ -125,6 +128,16 @@ function parseExtra(value: unknown): InfillContext["extra"] {
     });
 }
 
+/**
+ * llama-server's `id_slot` (on every completion route): the slot to run on, as an index that wraps around the slots
+ * (llama-server's rule: 5 on 4 slots is slot 1); −1, or any negative, lets the server choose. Undefined: not given, or
+ * negative.
+ */
+export function parseIdSlot(body: JsonObject): number | undefined {
+    const slot = optionalNumberField(body, "id_slot", -(2 ** 31), 2 ** 31 - 1, true);
+    return slot !== undefined && slot >= 0 ? slot : undefined;
+}
+
 /** Validates a `/completion` or `/infill` body; throws ApiRequestError naming the field. */
 export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletionKind): LlamaCompletionRequest {
     if (!isObject(value))
@@ -180,6 +193,9 @@ export function parseLlamaCompletionRequest(value: unknown, kind: LlamaCompletio
         request.timingsPerToken = true;
     if (optionalBooleanField(body, "cache_prompt") === false)
         request.cachePrompt = false;
+    const slot = parseIdSlot(body);
+    if (slot !== undefined)
+        request.slot = slot;
     if (nProbs !== undefined && nProbs > 0) {
         request.probs = nProbs;
         request.postSamplingProbs = optionalBooleanField(body, "post_sampling_probs") ?? false;

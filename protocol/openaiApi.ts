@@ -20,6 +20,7 @@ import {parseMessageToolCalls, parseToolParams, toolMessageFields, type ToolPara
 import {parseMessageReasoning, parseReasoningParams, type ReasoningParams} from "./openaiReasoning.js";
 import {parseVllmOutputFields, type VllmOutputFields} from "./vllmOutputFields.js";
 import {parseLlamaCppSamplers} from "./llamaCppSamplers.js";
+import {parseIdSlot} from "./llamaCppApi.js";
 import {parseLlamaCppLogitBias} from "./llamaCppLogitBias.js";
 import type {LlamaMeasureFields} from "./llamaCppMeasures.js";
 import {isObject, type JsonObject} from "./validation.js";
@@ -57,7 +58,9 @@ export type SamplingParams = EngineSampling & VllmOutputFields & {
     /** llama.cpp's `timings_per_token`: every streamed chunk carries the request's `timings` so far (llamaCppMeasures.ts). */
     timingsPerToken?: boolean,
     /** llama.cpp's `cache_prompt`: false reuses no cached prefix (the whole prompt is evaluated). */
-    cachePrompt?: boolean
+    cachePrompt?: boolean,
+    /** llama.cpp's `id_slot` (llamaCppApi.ts's parseIdSlot). */
+    slot?: number
 };
 
 /** OpenAI's bound on `n`. */
@@ -239,6 +242,8 @@ function parseSampling(body: JsonObject, kind: "chat" | "completions"): Sampling
     if (optionalBooleanField(body, "return_progress") === true) params.returnProgress = true;
     if (optionalBooleanField(body, "timings_per_token") === true) params.timingsPerToken = true;
     if (optionalBooleanField(body, "cache_prompt") === false) params.cachePrompt = false;
+    const slot = parseIdSlot(body);
+    if (slot !== undefined) params.slot = slot;
     Object.assign(params, parseVllmStopping(body, maxTokens), parseVllmOutputFields(body), parseLlamaCppSamplers(body));
     if (typeof body.model === "string") params.model = body.model;
     return params;

@@ -162,6 +162,30 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
         }
     });
 
+    test("id_slot runs a request on that slot, wrapping around the slots as llama-server's; -1 lets the server choose", async () => {
+        const prompt = "Once upon a time, there was a big";
+        for (const origin of [ours(), peer!.origin]) {
+            for (const [idSlot, expected] of [[1, 1], [2, 0], [5, 1], [0, 0]] as const) {
+                const response = await fetch(`${origin}/completion`, {method: "POST", headers: {"content-type": "application/json"},
+                    body: JSON.stringify({prompt, n_predict: 4, temperature: 0, id_slot: idSlot})});
+                const answer = await response.json() as {id_slot: number};
+                assert.equal(response.status, 200, `${origin}: ${JSON.stringify(answer)}`);
+                assert.equal(answer.id_slot, expected, `${origin}: id_slot ${idSlot}`);
+                assert.equal(latest(await slots(origin)).id, expected, `${origin}: /slots after id_slot ${idSlot}`);
+            }
+            const chosen = await fetch(`${origin}/completion`, {method: "POST", headers: {"content-type": "application/json"},
+                body: JSON.stringify({prompt, n_predict: 4, temperature: 0, id_slot: -1})});
+            assert.equal(chosen.status, 200, origin);
+        }
+        // Ours on its OpenAI endpoints too (llama-server reads id_slot there as well, but does not name the slot in the answer).
+        await api.openai.completions.create({model: "m", prompt, max_tokens: 4, temperature: 0, id_slot: 1} as Parameters<typeof api.openai.completions.create>[0]);
+        assert.equal(latest(await slots(ours())).id, 1);
+        const refused = await fetch(`${ours()}/completion`, {method: "POST", headers: {"content-type": "application/json"},
+            body: JSON.stringify({prompt, id_slot: 1.5})});
+        assert.equal(refused.status, 400);
+        assert.match((await refused.json() as {error: {message: string}}).error.message, /id_slot/);
+    });
+
     test("slot actions (save, restore, erase): 501 not supported, as llama-server without --slot-save-path", async () => {
         for (const origin of [ours(), peer!.origin]) {
             const response = await fetch(`${origin}/slots/0?action=save`, {method: "POST", headers: {"content-type": "application/json"},

@@ -40,6 +40,8 @@ export type GenerationParams = {
     ignoreEos?: boolean | undefined,
     /** llama.cpp's `cache_prompt`: false reuses no cached prefix (GenerateRequest.reusePrefix). */
     cachePrompt?: boolean | undefined,
+    /** llama.cpp's `id_slot` (≥ 0; it wraps around the sequences, as llama-server's around its slots): GenerateRequest.sequence. */
+    slot?: number | undefined,
     /** Code completion's limits (GenerateRequest.minIndent, maxGenerationMs). */
     minIndent?: number | undefined,
     maxGenerationMs?: number | undefined,
@@ -92,6 +94,7 @@ export function generationInput(
         ...(params.stop !== undefined && params.stop.length > 0 ? {stop: [...params.stop]} : {}),
         ...(params.ignoreEos === true ? {ignoreEos: true} : {}),
         ...(params.cachePrompt === false ? {reusePrefix: false} : {}),
+        ...(params.slot !== undefined ? {sequence: params.slot % Math.max(1, info.parallel)} : {}),
         ...(params.minIndent !== undefined ? {minIndent: params.minIndent} : {}),
         ...(params.maxGenerationMs !== undefined ? {maxGenerationMs: params.maxGenerationMs} : {})
     };

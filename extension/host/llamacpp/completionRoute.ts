@@ -21,11 +21,12 @@ import {llamaPromptProgress, llamaTimings, StreamTimings} from "./measures.js";
 const fields: RefusalFields = {responseFormat: "json_schema", maxTokens: "n_predict", suffix: "input_suffix", input: "prompt"};
 
 /**
- * llama-server names the slot that ran a request in its answer; this server names the sequence (`GET /slots` lists them)
- * in a whole answer and a stream's last event. Its sequences are not addressable (`id_slot` in a request is ignored), and
- * a stream's earlier pieces name slot 0.
+ * llama-server names the slot that runs a request in its answer and in every streamed piece; this server names the
+ * sequence (`GET /slots` lists them, `id_slot` in a request picks one), 0 before the request is scheduled.
  */
-const slotId = 0;
+function slotOf(handle: RequestHandle): number {
+    return handle.lifecycle.sequence ?? 0;
+}
 
 function sourceOf(body: LlamaCompletionRequest): GenerationSource {
     if (body.infill !== undefined)
@@ -36,7 +37,7 @@ function sourceOf(body: LlamaCompletionRequest): GenerationSource {
 export async function serveLlamaCompletion(body: LlamaCompletionRequest, context: GenerationContext): Promise<void> {
     const {maxTokens, temperature, topK, topP, minP, seed, penalties, logitBias, textBias, responseFormat, stop, ignoreEos} = body;
     const params = {maxTokens, clampToContext: true, temperature, topK, topP, minP, seed, penalties, logitBias, textBias, responseFormat,
-        stop, ignoreEos, cachePrompt: body.cachePrompt, dry: body.dry, xtc: body.xtc, minIndent: body.minIndent,
+        stop, ignoreEos, cachePrompt: body.cachePrompt, slot: body.slot, dry: body.dry, xtc: body.xtc, minIndent: body.minIndent,
         maxGenerationMs: body.maxGenerationMs, logprobs: body.probs,
         // llama-server's streamed pieces always carry their token ids; a whole answer with `return_tokens`.
         returnTokenIds: body.stream || body.returnTokens === true};
@@ -78,7 +79,7 @@ function answerOf(body: LlamaCompletionRequest, result: RequestResult, content: 
                   logprobs?: readonly TokenLogprob[]): LlamaCompletionAnswer {
     return {
         // A stream's last event has no tokens: they went in the pieces, as llama-server's.
-        index: 0, content, tokens: body.stream ? [] : result.tokenIds ?? [], id_slot: result.sequence ?? slotId, stop: true, model,
+        index: 0, content, tokens: body.stream ? [] : result.tokenIds ?? [], id_slot: result.sequence ?? 0, stop: true, model,
         tokens_predicted: result.generatedTokens, tokens_evaluated: result.promptTokens,
         generation_settings: {n_predict: body.maxTokens ?? -1, ...body.temperature !== undefined ? {temperature: body.temperature} : {},
             ...body.topK !== undefined ? {top_k: body.topK} : {}, ...body.topP !== undefined ? {top_p: body.topP} : {},
@@ -114,7 +115,7 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, conte
     const timings = body.timingsPerToken === true ? new StreamTimings(handle.lifecycle) : undefined;
     const measured = (): {timings?: LlamaTimings} => timings !== undefined ? {timings: timings.now()} : {};
     if (body.returnProgress === true)
-        handle.onPromptProgress((progress) => send({index: 0, content: "", tokens: [], stop: false, id_slot: slotId, tokens_predicted: 0,
+        handle.onPromptProgress((progress) => send({index: 0, content: "", tokens: [], stop: false, id_slot: slotOf(handle), tokens_predicted: 0,
             tokens_evaluated: progress.total, ...measured(), ...llamaPromptProgress(progress)} satisfies LlamaCompletionChunk));
     // Ids of tokens whose text is held back (an incomplete character, a possible stop string) go with the next piece sent.
     let pendingIds: number[] = [];
@@ -123,7 +124,7 @@ async function stream(body: LlamaCompletionRequest, handle: RequestHandle, conte
         predicted += piece.tokens;
         pendingIds.push(...piece.ids ?? []);
         if (piece.text !== "" || (body.probs !== undefined && piece.logprobs !== undefined)) {
-            send({index: 0, content: piece.text, tokens: pendingIds, stop: false, id_slot: slotId, tokens_predicted: predicted,
+            send({index: 0, content: piece.text, tokens: pendingIds, stop: false, id_slot: slotOf(handle), tokens_predicted: predicted,
                 tokens_evaluated: promptTokens, ...measured(), ...probabilitiesField(body, piece.logprobs)} satisfies LlamaCompletionChunk);
             pendingIds = [];
         }
