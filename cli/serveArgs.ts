@@ -7,7 +7,7 @@ import {
     gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
 } from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
-import {integerValue, portValue, positiveNumberValue} from "./optionValues.js";
+import {directoryValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 /** Read when --api-key is absent, so a key need not appear in the process list. */
 export const apiKeyEnvVar = "INFERENCE_MONITOR_API_KEY";
@@ -30,6 +30,7 @@ export const serveCommandLine = {
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
         "sse-ping-interval": {type: "string", placeholder: "S", description: `seconds a stream may stay silent (waiting, evaluating a long prompt) before a keep-alive comment; -1 = never (default ${defaultSsePingIntervalS})`},
+        "slot-save-path": {type: "string", placeholder: "DIR", description: "directory for llama.cpp's slot save and restore (POST /slots/N?action=save|restore|erase); an existing directory (default: no slot actions, 501)"},
         "in-process": {type: "boolean", description: "run the engine inside this process"}
     },
     details: "Configure tools with base URL http://127.0.0.1:PORT/v1 (any API key unless --api-key is set). Ctrl-C stops."
@@ -38,7 +39,7 @@ export const serveCommandLine = {
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
     prefixCache: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number,
-    ssePingIntervalS: number, inProcess: boolean
+    ssePingIntervalS: number, inProcess: boolean, slotSavePath?: string
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -64,5 +65,6 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 16, 1 << 22);
+    if (values["slot-save-path"] !== undefined) options.slotSavePath = directoryValue("slot-save-path", values["slot-save-path"]);
     return options;
 }

@@ -42,6 +42,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
             maxWaiting: options.maxWaiting, ssePingIntervalS: options.ssePingIntervalS,
             metrics: await pipeline.mountMetrics(),
             onIgnoredField: (message) => io.stderr(`note: ${message}\n`),
+            ...(options.slotSavePath !== undefined ? {slotSavePath: options.slotSavePath} : {}),
             dashboard: {source: pipeline.manager, webviewDir: path.join(__dirname, "webview"), engineStartedAt: () => readyAt, title: "Inference Monitor · serve"}
         });
     } catch (error) {

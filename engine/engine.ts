@@ -29,6 +29,7 @@ import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
 import {PromptCache, type SavedPrompt} from "./promptCache.js";
+import {SlotActions} from "./slotActions.js";
 import {truncatePrompt} from "./promptTruncation.js";
 
 /**
@@ -135,6 +136,8 @@ export class Engine {
     private readonly requests = new Map<string, ActiveRequest>();
     /** Embed requests, on an embedding context of their own. */
     private readonly embeddings: EmbeddingRunner;
+    /** llama-server's slot save, restore and erase on the sequences. */
+    private readonly slotActions: SlotActions<Slot>;
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
     /** The most tokens one request may hold: its sequence's cells. */
@@ -185,6 +188,8 @@ export class Engine {
         );
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
         const {threads, model: {vocabularySize}} = loaded.info;
+        this.slotActions = new SlotActions<Slot>({reply: (done) => this.sink(done), maxTokens: this.sequenceCapacity, vocabularySize,
+            onSlotFree: () => this.schedule()});
         this.embeddings = new EmbeddingRunner(loaded.model, this.sequenceCapacity, threads, vocabularySize, (event) => {
             if (event.kind === "inputProcessed")
                 this.stats?.counters.add(CounterSlot.promptTokensTotal, event.promptTokens);
@@ -236,6 +241,7 @@ export class Engine {
             case "countTokens": this.countTokens(message.seq, message.text); break;
             case "tokenize": this.tokenize(message); break;
             case "detokenize": this.detokenize(message.seq, message.tokens); break;
+            case "slotAction": this.slotActions.submit(this.slots[message.sequence], message); break;
             case "tokenizerInfo": this.sink({type: "tokenizerInfo", seq: message.seq, info: tokenizerInfo(this.loaded.model)}); break;
             case "shutdown": void this.dispose(); break;
         }
@@ -311,6 +317,7 @@ export class Engine {
         clearInterval(this.vramTimer);
         for (const request of this.queue.drain())
             this.finish(request, "abort", "engine shutting down");
+        this.slotActions.dispose();
         for (const slot of this.slots)
             if (slot.request !== undefined) slot.request.stop = "cancel";
         this.flush(true);
@@ -568,12 +575,12 @@ export class Engine {
         let bestShared = -1;
         const input = inputTokens(request);
         if (this.prefixCache && !request.reusePrefix) {
-            const emptiest = this.slots.reduce<Slot | undefined>((fewest, slot) => slot.request === undefined &&
+            const emptiest = this.slots.reduce<Slot | undefined>((fewest, slot) => this.isFree(slot) &&
                 (fewest === undefined || slot.sequence.nextTokenIndex < fewest.sequence.nextTokenIndex) ? slot : fewest, undefined);
             return emptiest === undefined ? undefined : {slot: emptiest, shared: 0};
         }
         for (const slot of this.slots) {
-            if (slot.request !== undefined)
+            if (!this.isFree(slot))
                 continue;
             if (!this.prefixCache)
                 return {slot, shared: 0};
@@ -590,16 +597,21 @@ export class Engine {
         if (saved === undefined)
             return {slot: best, shared: bestShared};
         const leastRecent = this.slots.reduce<Slot | undefined>((lru, slot) =>
-            slot.request === undefined && (lru === undefined || slot.lastUsed < lru.lastUsed) ? slot : lru, undefined)!;
+            this.isFree(slot) && (lru === undefined || slot.lastUsed < lru.lastUsed) ? slot : lru, undefined)!;
         return {slot: leastRecent, shared: saved.shared, restore: saved.prompt};
     }
 
     /** `slot` for a request pinned to it, once it is free: the prefix it holds is reused as pickSlot's would be. */
     private pinnedSlot(request: ActiveRequest, slot: Slot): {slot: Slot, shared: number} | undefined {
-        if (slot.request !== undefined)
+        if (!this.isFree(slot))
             return undefined;
         const reuses = this.prefixCache && request.reusePrefix;
         return {slot, shared: reuses ? slot.sequence.compareContextTokens(inputTokens(request)).firstDifferentIndex : 0};
+    }
+
+    /** Whether a request may start on `slot`: none runs there, nor a slot action. */
+    private isFree(slot: Slot): boolean {
+        return slot.request === undefined && !this.slotActions.busy(slot);
     }
 
     /** Preempts the lowest-priority running request (newest first among equals) if `waiting` outranks it. */
@@ -878,6 +890,8 @@ export class Engine {
         slot.request = undefined;
         slot.lastUsed = ++this.slotUses;
         request.slot = undefined;
+        // A slot action that waited for the sequence runs before another request takes it, as llama-server's deferred ones.
+        this.slotActions.takeFreed(slot);
 
         if (reason !== undefined)
             this.finish(request, reason, error, errorCode);

@@ -319,7 +319,15 @@ export type HostToEngine =
     | {type: "tokenizerInfo", seq: number}
     /** The text of these token ids (special tokens' text included); answered by `detokenized`. */
     | {type: "detokenize", seq: number, tokens: number[]}
+    /**
+     * llama-server's slot actions on one sequence, once no request runs on it (until then the action waits): save its
+     * state to `file`, restore its state from `file`, or erase what it holds. Answered by `slotActionDone`.
+     */
+    | {type: "slotAction", seq: number, action: SlotAction, sequence: number, file?: string}
     | {type: "shutdown"};
+
+export const slotActions = ["save", "restore", "erase"] as const;
+export type SlotAction = typeof slotActions[number];
 
 /**
  * What the host writes to the engine process: one message, or every message it sent in one event-loop
@@ -456,6 +464,11 @@ export type EngineToHost =
     | {type: "tokenized", seq: number, tokens: number[], pieces: string[], text?: string, error?: string}
     | {type: "detokenized", seq: number, text: string, error?: string}
     | {type: "tokenizerInfo", seq: number, info: TokenizerInfo}
+    /**
+     * A slot action done: the tokens the sequence held when saved or erased, or holds once restored; the bytes written or
+     * read; how long it took. Or why not (`error`; `errorCode` invalid_request: the file or the sequence, not the engine).
+     */
+    | {type: "slotActionDone", seq: number, tokens: number, bytes: number, ms: number, error?: string, errorCode?: RequestErrorCode}
     | {type: "rejected", reason: string}
     | {type: "log", level: EngineLogLevel, message: string};
 
@@ -736,6 +749,14 @@ export function parseHostToEngine(value: unknown): HostToEngine {
         }
         case "detokenize": return {type: "detokenize", seq: expectInteger(obj, "seq", "detokenize"), tokens: expectTokenIds(obj, "tokens", "detokenize")};
         case "tokenizerInfo": return {type: "tokenizerInfo", seq: expectInteger(obj, "seq", "tokenizerInfo")};
+        case "slotAction": {
+            const message: HostToEngine = {type: "slotAction", seq: expectInteger(obj, "seq", "slotAction"),
+                action: expectOneOf(obj, "action", slotActions, "slotAction"), sequence: expectInteger(obj, "sequence", "slotAction")};
+            const file = optionalString(obj, "file", "slotAction", 4096);
+            if (message.action !== "erase" && file === undefined)
+                throw new ProtocolError(`slotAction.file: required to ${message.action}`);
+            return file === undefined ? message : {...message, file};
+        }
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -957,6 +978,15 @@ export function parseEngineToHost(value: unknown): EngineToHost {
             const message: EngineToHost = {type: "tokenCount", seq: expectInteger(obj, "seq", "tokenCount"), count: expectInteger(obj, "count", "tokenCount")};
             const error = optionalString(obj, "error", "tokenCount", 2000);
             return error === undefined ? message : {...message, error};
+        }
+        case "slotActionDone": {
+            const what = "slotActionDone";
+            const message: EngineToHost = {type: "slotActionDone", seq: expectInteger(obj, "seq", what), tokens: expectInteger(obj, "tokens", what),
+                bytes: expectInteger(obj, "bytes", what), ms: expectNumber(obj, "ms", what)};
+            const error = optionalString(obj, "error", what, 2000);
+            if (error === undefined)
+                return message;
+            return {...message, error, errorCode: obj.errorCode === undefined ? "engine_error" : expectOneOf(obj, "errorCode", requestErrorCodes, what)};
         }
         case "rejected": return {type: "rejected", reason: expectString(obj, "reason", "rejected")};
         case "log": return {type: "log", level: expectOneOf(obj, "level", engineLogLevels, "log"), message: expectString(obj, "message", "log")};

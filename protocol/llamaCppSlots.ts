@@ -67,3 +67,34 @@ export function parseLlamaCppSlots(json: unknown): LlamaCppSlotReading[] {
             promptTokens: optionalInteger(slot, "n_prompt_tokens", what) ?? 0, decoded: decoded ?? 0};
     });
 }
+
+/** `POST /slots/{id}?action=save`'s answer: the tokens the slot held, the bytes written, how long it took. */
+export type LlamaCppSlotSaved = {id_slot: number, filename: string, n_saved: number, n_written: number, timings: {save_ms: number}};
+/** `POST /slots/{id}?action=restore`'s answer: the tokens the slot holds now, the bytes read, how long it took. */
+export type LlamaCppSlotRestored = {id_slot: number, filename: string, n_restored: number, n_read: number, timings: {restore_ms: number}};
+/** `POST /slots/{id}?action=erase`'s answer: the tokens the slot held. */
+export type LlamaCppSlotErased = {id_slot: number, n_erased: number};
+
+/** Characters llama-server refuses in a slot file's name besides controls and separators (reserved on some file systems). */
+const forbiddenFilenameCharacters = new Set([":", "*", "?", "\"", "<", ">", "|", "/", "\\"]);
+/** Code points that stand in for a forbidden character or mark broken text (lookalike separators, BOM, replacement). */
+const forbiddenFilenameCodePoints = new Set([0xff0e, 0x2215, 0x2216, 0xfffd, 0xfeff]);
+
+/**
+ * Whether `name` may name a slot file in the save directory: llama-server's rules (its `fs_validate_filename`), so a name
+ * one server takes the other takes too: 1–255 bytes of UTF-8, no control characters, path separators or characters
+ * Windows reserves, no lookalikes of them, no "..", no leading or trailing space, no trailing dot.
+ */
+export function isValidSlotFilename(name: string): boolean {
+    if (name === "" || Buffer.byteLength(name, "utf8") > 255 || name === "." || name.includes(".."))
+        return false;
+    if (name.startsWith(" ") || name.endsWith(" ") || name.endsWith("."))
+        return false;
+    for (const character of name) {
+        const code = character.codePointAt(0)!;
+        if (code <= 0x1f || (code >= 0x7f && code <= 0x9f) || (code >= 0xd800 && code <= 0xdfff) ||
+            forbiddenFilenameCodePoints.has(code) || forbiddenFilenameCharacters.has(character))
+            return false;
+    }
+    return true;
+}

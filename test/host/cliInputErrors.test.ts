@@ -69,3 +69,22 @@ describe("negative numbers for numeric flags", () => {
         assert.match(stderr, /argument is ambiguous/);
     });
 });
+
+describe("serve --slot-save-path", () => {
+    test("takes an existing directory, as an absolute path; anything else is a usage error naming the flag", () => {
+        const parse = (args: string[]): {options?: ReturnType<typeof serveOptionsFrom>, stderr: string} => {
+            let stderr = "";
+            const result = readCommandLine(serveCommandLine, args, {stdout: () => undefined, stderr: (text) => void (stderr += text)},
+                (parsed) => serveOptionsFrom(parsed, {}));
+            return "exitCode" in result ? {stderr} : {options: result.options, stderr};
+        };
+        const given = parse(["--slot-save-path", "."]);
+        assert.equal(given.options?.slotSavePath, process.cwd(), given.stderr);
+        assert.equal(parse([]).options?.slotSavePath, undefined);
+        for (const bad of ["/no/such/directory", "package.json"]) {
+            const refused = parse(["--slot-save-path", bad]);
+            assert.equal(refused.options, undefined);
+            assert.match(refused.stderr, /--slot-save-path must be an existing directory, got/);
+        }
+    });
+});

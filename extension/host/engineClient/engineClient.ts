@@ -5,7 +5,7 @@ import {defaultEngineOptions, type EngineOptions} from "../../../protocol/engine
 import {forgetGpuChoice, rememberGpuChoice, testedGpuChoice} from "./testedGpuChoices.js";
 import {
     parseEngineToHost, parseHostToEngine, type ChatPromptInput, type EngineErrorInfo, type EngineInfo, type EngineToHost,
-    type EmbedRequest, type GenerateRequest, type HostToEngine, type RequestEvent, type StepStats, type TokenizerInfo
+    type EmbedRequest, type GenerateRequest, type HostToEngine, type RequestEvent, type SlotAction, type StepStats, type TokenizerInfo
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
@@ -45,6 +45,16 @@ export type EmbedInput = Omit<EmbedRequest, "id"> & {id?: string, client?: strin
 /** Token ids and each one's text. */
 /** Token ids and (when asked for) each one's text; for a chat input also its prompt as text (the template's output). */
 export type Tokenized = {tokens: number[], pieces: string[], text?: string};
+
+/** A slot action done: the tokens the sequence held (saved, erased) or holds (restored), the file's bytes, how long it took. */
+export type SlotActionResult = {tokens: number, bytes: number, ms: number};
+
+/** A slot action the engine refused; `invalidRequest`: for its file or sequence, not for a fault of the engine. */
+export class SlotActionError extends Error {
+    constructor(message: string, readonly invalidRequest: boolean) {
+        super(message);
+    }
+}
 
 /** The messages that start a request. */
 type SubmitMessage = Extract<HostToEngine, {type: "generate" | "embed"}>;
@@ -92,6 +102,8 @@ export class EngineClient {
     private readonly pendingCounts = new Map<number, {resolve: (count: number) => void, reject: (error: Error) => void}>();
     private readonly pendingTokenizations =
         new Map<number, {resolve: (value: Tokenized | TokenizerInfo | string) => void, reject: (error: Error) => void}>();
+    private readonly pendingSlotActions =
+        new Map<number, {resolve: (done: SlotActionResult) => void, reject: (error: Error) => void}>();
     private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
@@ -295,6 +307,22 @@ export class EngineClient {
         });
     }
 
+    /**
+     * llama-server's slot action on engine sequence `sequence`: save its state to `file`, restore it from `file`, or
+     * erase it. Waits while a request runs there. Rejects with SlotActionError (its `invalidRequest`: the file or the
+     * sequence was at fault, not the engine).
+     */
+    async slotAction(action: SlotAction, sequence: number, file?: string): Promise<SlotActionResult> {
+        const transport = this.transport;
+        if (transport === undefined || this.currentState !== "ready")
+            throw new Error("no model is running");
+        const seq = this.countSeq++;
+        return await new Promise<SlotActionResult>((resolve, reject) => {
+            this.pendingSlotActions.set(seq, {resolve, reject});
+            transport.send({type: "slotAction", seq, action, sequence, ...file !== undefined ? {file} : {}});
+        });
+    }
+
     cancel(id: string): void {
         if (this.outputs.has(id))
             this.transport?.send({type: "cancel", id});
@@ -372,6 +400,15 @@ export class EngineClient {
                     pending?.resolve(message.count);
                 return;
             }
+            case "slotActionDone": {
+                const pending = this.pendingSlotActions.get(message.seq);
+                this.pendingSlotActions.delete(message.seq);
+                if (message.error !== undefined)
+                    pending?.reject(new SlotActionError(message.error, message.errorCode === "invalid_request"));
+                else
+                    pending?.resolve({tokens: message.tokens, bytes: message.bytes, ms: message.ms});
+                return;
+            }
             case "rejected": this.reject("engine", message.reason); return;
             case "log": this.log(message.level, message.message); return;
         }
@@ -398,9 +435,10 @@ export class EngineClient {
         this.finishLocally(this.outputs.inFlightIds(), `engine exited (${exit.description})`);
         for (const resolve of this.pendingPongs.values())
             resolve({hostTime: Number.NaN, engineTime: Number.NaN});
-        for (const {reject} of this.pendingTokenizations.values())
+        for (const {reject} of [...this.pendingTokenizations.values(), ...this.pendingSlotActions.values()])
             reject(new Error("the engine stopped"));
         this.pendingTokenizations.clear();
+        this.pendingSlotActions.clear();
         for (const {reject} of this.pendingCounts.values())
             reject(new Error(`engine exited (${exit.description})`));
         this.pendingCounts.clear();

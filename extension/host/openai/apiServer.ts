@@ -53,6 +53,7 @@ import {serveOllama} from "../ollama/ollamaRoute.js";
 import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
 import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
+import {parseSlotAction, parseSlotId, runSlotAction, slotActionsOff, slotFile} from "../llamacpp/slotActionsRoute.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
 import {isObject} from "../../../protocol/validation.js";
@@ -93,7 +94,12 @@ export type ApiServerOptions = {
     /** Requests refused for a reason worth logging (bad host/origin/key, malformed body). */
     onRejected?: (reason: string) => void,
     /** A sampling field served without (ignoredSamplingFields.ts): said once per field while the server runs. */
-    onIgnoredField?: (message: string) => void
+    onIgnoredField?: (message: string) => void,
+    /**
+     * The directory llama.cpp's slot actions save to and restore from (llama-server's `--slot-save-path`, an existing
+     * directory); absent: they answer 501, as llama-server's without one.
+     */
+    slotSavePath?: string
 };
 
 export class ApiServerError extends Error {
@@ -301,9 +307,17 @@ export class ApiServer {
                 throw new ApiRequestError("no slot available", null, 503, "unavailable_error", "no_slot_available");
             return sendJson(response, 200, slots);
         }
-        if (pathname.startsWith("/slots/"))
-            throw new ApiRequestError("this server does not save, restore or erase slots (llama-server's --slot-save-path)", null, 501,
-                "not_supported_error", "not_supported");
+        if (pathname.startsWith("/slots/")) {
+            requireMethod(method, ["POST"]);
+            const directory = this.options.slotSavePath;
+            if (directory === undefined)
+                throw slotActionsOff();
+            const id = parseSlotId(decodedSegment(pathname.slice("/slots/".length)));
+            const action = parseSlotAction(new URL(request.url ?? "/", "http://localhost").searchParams.get("action"));
+            const target = action === "erase" ? undefined : slotFile(await readJsonBody(request), directory);
+            const {client, info} = this.engineForProps();
+            return sendJson(response, 200, await runSlotAction(client, info.parallel, id, action, target));
+        }
         if (pathname.startsWith("/api/") && !generationPaths.has(pathname))
             return await this.ollamaModels(pathname, method, request, response);
         if (!generationPaths.has(pathname) && !tokenizerPaths.has(pathname) && !llamaCppPaths.has(pathname))
