@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import * as vscode from "vscode";
 import {errorMessage} from "../../common/errorMessage.js";
 import {PortInUseError} from "../host/net/listen.js";
@@ -103,7 +105,7 @@ export class ApiEndpoint implements vscode.Disposable {
             this.key = await this.apiKey();
             this.keyLoaded = true;
         }
-        const config = JSON.stringify([settings.serverPort, this.key ?? null]);
+        const config = JSON.stringify([settings.serverPort, this.key ?? null, settings.serverSlotSavePath]);
         if (this.server !== undefined && (!wanted || this.servedWith !== config)) {
             const server = this.server;
             this.server = undefined;
@@ -119,6 +121,7 @@ export class ApiEndpoint implements vscode.Disposable {
         if (this.server !== undefined || this.failedWith === config)
             return;
         const port = settings.serverPort;
+        const slotSavePath = this.slotSavePath(settings.serverSlotSavePath);
         try {
             this.server = await ApiServer.listen({
                 engine: {current: () => this.controller.engine},
@@ -127,7 +130,8 @@ export class ApiEndpoint implements vscode.Disposable {
                 apiKeys: this.key !== undefined ? [{key: this.key}] : [],
                 metrics: await this.controller.mountMetrics(),
                 onRejected: (reason) => this.log.warn(`OpenAI-compatible API refused a request: ${reason}`),
-                onIgnoredField: (message) => this.log.warn(`OpenAI-compatible API: ${message}`)
+                onIgnoredField: (message) => this.log.warn(`OpenAI-compatible API: ${message}`),
+                ...(slotSavePath !== undefined ? {slotSavePath} : {})
             });
         } catch (error) {
             this.failedWith = config;
@@ -139,6 +143,17 @@ export class ApiEndpoint implements vscode.Disposable {
         this.log.info(`OpenAI-compatible API: ${this.server.baseUrl}${this.key !== undefined ? " (API key required)" : ""}, ` +
             `Prometheus metrics at ${this.server.url}metrics`);
         await this.changed();
+    }
+
+    /** The slot actions' directory from its setting: an existing directory, or none (said in the log). */
+    private slotSavePath(setting: string): string | undefined {
+        if (setting === "")
+            return undefined;
+        const directory = path.resolve(setting);
+        if (fs.statSync(directory, {throwIfNoEntry: false})?.isDirectory() === true)
+            return directory;
+        this.log.warn(`${configSection}.server.slotSavePath is not an existing directory (${setting}): slot actions answer 501`);
+        return undefined;
     }
 
     private reportFailure(error: unknown, port: number): void {

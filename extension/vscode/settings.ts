@@ -30,6 +30,8 @@ export type MonitorSettings = {
     serverEnabled: boolean,
     /** Its port on 127.0.0.1 (1..65535). */
     serverPort: number,
+    /** The directory of llama.cpp's slot actions on it (ApiServerOptions.slotSavePath); "" = none. */
+    serverSlotSavePath: string,
     /** Servers to watch (Attach to Server…); their API keys live in SecretStorage, not here. */
     targets: TargetSetting[],
     /** Port of the monitoring proxy on 127.0.0.1 (Start Monitoring Proxy…). */
@@ -58,6 +60,7 @@ export function readSettings(): MonitorSettings {
         stallThresholdMs: Math.max(100, Math.floor(config.get<number>("stallThresholdMs", 1000))),
         serverEnabled: config.get<boolean>("server.enabled", true) !== false,
         serverPort: validPort(config.get<number>("server.port", defaultApiPort)) ?? defaultApiPort,
+        serverSlotSavePath: config.get<string>("server.slotSavePath", "").trim(),
         targets: readTargets(config.get<unknown>("targets", [])),
         proxyPort: validPort(config.get<number>("proxy.port", defaultProxyPort)) ?? defaultProxyPort
     };

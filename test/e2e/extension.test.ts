@@ -96,6 +96,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
     let modelPath: string;
     let apiPort: number;
     let proxyPort: number;
+    let slotDir: string;
     const apiBase = () => `http://127.0.0.1:${apiPort}/v1`;
 
     async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
@@ -114,12 +115,14 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
         apiPort = await freePort();
         proxyPort = await freePort();
         const workspaceDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-ws-"));
+        slotDir = fs.mkdtempSync(path.join(os.tmpdir(), "inference-monitor-e2e-slots-"));
         server = await startCodeServer({
             vsixPath: ensureVsix(),
             extraVsixPaths: [fixtureVsix("lm-client")],
             workspaceDir,
             settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort,
-                "inferenceMonitor.proxy.port": proxyPort, "inferenceMonitor.prefillChunkTokens": 48}
+                "inferenceMonitor.proxy.port": proxyPort, "inferenceMonitor.prefillChunkTokens": 48,
+                "inferenceMonitor.server.slotSavePath": slotDir}
         });
         browser = await launchBrowser({viewport: {width: 1600, height: 1000}});
         page = browser.page;
@@ -161,6 +164,13 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             const after = await waitForTile(frame, "completed", (value) => value >= before + 1, 30_000);
             assert.equal(after, before + 1, "the panel counted the API request");
             await frame.locator('[data-client="openai-js"]').first().waitFor({state: "attached", timeout: 15_000});
+
+            // inferenceMonitor.server.slotSavePath: llama.cpp's slot actions save a sequence's state there.
+            const saved = await fetch(`http://127.0.0.1:${apiPort}/slots/0?action=save`, {method: "POST",
+                headers: {"content-type": "application/json"}, body: JSON.stringify({filename: "e2e.bin"})});
+            const savedBody = await saved.json() as {n_written: number};
+            assert.equal(saved.status, 200, JSON.stringify(savedBody));
+            assert.equal(savedBody.n_written, fs.statSync(path.join(slotDir, "e2e.bin")).size);
 
             const metrics = await fetch(`http://127.0.0.1:${apiPort}/metrics`);
             assert.equal(metrics.status, 200);

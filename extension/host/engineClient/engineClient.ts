@@ -103,7 +103,8 @@ export class EngineClient {
     private readonly pendingTokenizations =
         new Map<number, {resolve: (value: Tokenized | TokenizerInfo | string) => void, reject: (error: Error) => void}>();
     private readonly pendingSlotActions =
-        new Map<number, {resolve: (done: SlotActionResult) => void, reject: (error: Error) => void}>();
+        new Map<number, {action: SlotAction, sequence: number, resolve: (done: SlotActionResult) => void,
+            reject: (error: Error) => void}>();
     private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
@@ -135,6 +136,11 @@ export class EngineClient {
     /** The request engine sequence `sequence` runs now, or last ran (undefined: none since the engine started). */
     sequenceSlot(sequence: number): SequenceSlot | undefined {
         return this.slots.slot(sequence);
+    }
+
+    /** The tokens engine sequence `sequence` holds since a slot action after its last request (undefined: none since). */
+    sequenceHeldSinceAction(sequence: number): number | undefined {
+        return this.slots.heldSinceAction(sequence);
     }
 
     /** Requests sent and not yet finished. */
@@ -256,9 +262,7 @@ export class EngineClient {
 
     /** How many tokens the model's own tokenizer makes of `text` (no special tokens added). */
     async countTokens(text: string): Promise<number> {
-        const transport = this.transport;
-        if (transport === undefined || this.currentState !== "ready")
-            throw new Error("no model is running");
+        const transport = this.readyTransport();
         const seq = this.countSeq++;
         return await new Promise<number>((resolve, reject) => {
             this.pendingCounts.set(seq, {resolve, reject});
@@ -297,9 +301,7 @@ export class EngineClient {
     }
 
     private async askTokenizer(message: (seq: number) => HostToEngine): Promise<Tokenized | TokenizerInfo | string> {
-        const transport = this.transport;
-        if (transport === undefined || this.currentState !== "ready")
-            throw new Error("no model is running");
+        const transport = this.readyTransport();
         const seq = this.countSeq++;
         return await new Promise<Tokenized | TokenizerInfo | string>((resolve, reject) => {
             this.pendingTokenizations.set(seq, {resolve, reject});
@@ -313,14 +315,20 @@ export class EngineClient {
      * sequence was at fault, not the engine).
      */
     async slotAction(action: SlotAction, sequence: number, file?: string): Promise<SlotActionResult> {
+        const transport = this.readyTransport();
+        const seq = this.countSeq++;
+        return await new Promise<SlotActionResult>((resolve, reject) => {
+            this.pendingSlotActions.set(seq, {action, sequence, resolve, reject});
+            transport.send({type: "slotAction", seq, action, sequence, ...file !== undefined ? {file} : {}});
+        });
+    }
+
+    /** The transport to ask a running engine something on; throws while none is ready. */
+    private readyTransport(): EngineTransport {
         const transport = this.transport;
         if (transport === undefined || this.currentState !== "ready")
             throw new Error("no model is running");
-        const seq = this.countSeq++;
-        return await new Promise<SlotActionResult>((resolve, reject) => {
-            this.pendingSlotActions.set(seq, {resolve, reject});
-            transport.send({type: "slotAction", seq, action, sequence, ...file !== undefined ? {file} : {}});
-        });
+        return transport;
     }
 
     cancel(id: string): void {
@@ -405,8 +413,12 @@ export class EngineClient {
                 this.pendingSlotActions.delete(message.seq);
                 if (message.error !== undefined)
                     pending?.reject(new SlotActionError(message.error, message.errorCode === "invalid_request"));
-                else
+                else {
+                    // Erased: it holds nothing; restored: the file's tokens; saved: what it held.
+                    if (pending !== undefined && pending.action !== "save")
+                        this.slots.slotAction(pending.sequence, pending.action === "erase" ? 0 : message.tokens);
                     pending?.resolve({tokens: message.tokens, bytes: message.bytes, ms: message.ms});
+                }
                 return;
             }
             case "rejected": this.reject("engine", message.reason); return;

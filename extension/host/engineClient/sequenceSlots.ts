@@ -25,6 +25,8 @@ export type SequenceSlot = {lifecycle: RequestLifecycle, sent: SentRequest};
 export class SequenceSlots {
     private readonly sent = new Map<string, SentRequest>();
     private readonly bySequence = new Map<number, SequenceSlot>();
+    /** Sequences whose tokens a slot action set since their last request (`heldAfterAction`). */
+    private readonly heldAfterAction = new Map<number, number>();
     private tasks = 0;
 
     /** A generate request was sent. */
@@ -46,11 +48,18 @@ export class SequenceSlots {
             const sent = this.sent.get(lifecycle.id);
             if (sent === undefined)
                 continue;
-            if (lifecycle.sequence !== undefined && lifecycle.phase === "running" && this.bySequence.get(lifecycle.sequence)?.lifecycle !== lifecycle)
+            if (lifecycle.sequence !== undefined && lifecycle.phase === "running" && this.bySequence.get(lifecycle.sequence)?.lifecycle !== lifecycle) {
                 this.bySequence.set(lifecycle.sequence, {lifecycle, sent});
+                this.heldAfterAction.delete(lifecycle.sequence);
+            }
             if (lifecycle.phase === "finished")
                 this.sent.delete(lifecycle.id);
         }
+    }
+
+    /** A slot action left `sequence` holding `tokens` (erased: 0; restored: the file's). */
+    slotAction(sequence: number, tokens: number): void {
+        this.heldAfterAction.set(sequence, tokens);
     }
 
     /** The request on `sequence` now, or the last one there; undefined: none yet. */
@@ -58,9 +67,18 @@ export class SequenceSlots {
         return this.bySequence.get(sequence);
     }
 
+    /**
+     * The tokens `sequence` holds since a slot action after its last request (which then no longer tells what it
+     * holds); undefined: no action since.
+     */
+    heldSinceAction(sequence: number): number | undefined {
+        return this.heldAfterAction.get(sequence);
+    }
+
     /** A new engine: its sequences are empty. */
     clear(): void {
         this.sent.clear();
         this.bySequence.clear();
+        this.heldAfterAction.clear();
     }
 }

@@ -14,7 +14,10 @@ export function llamaCppSlots(client: EngineClient, info: EngineInfo): LlamaCppS
     return Array.from({length: info.parallel}, (_, id): LlamaCppSlot => {
         const slot: LlamaCppSlot = {id, n_ctx: info.contextSize, speculative: false, is_processing: false};
         const taken = client.sequenceSlot(id);
-        return taken === undefined ? slot : {...slot, ...requestFields(taken, info.prefixCache)};
+        const listed = taken === undefined ? slot : {...slot, ...requestFields(taken, info.prefixCache)};
+        // A slot action (erase, restore) since its last request set what it holds.
+        const held = client.sequenceHeldSinceAction(id);
+        return held === undefined || listed.is_processing ? listed : {...listed, n_prompt_tokens: held};
     });
 }
 
