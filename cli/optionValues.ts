@@ -1,6 +1,5 @@
 /** Checks and converts one flag's text (from readCommandLine's values); a bad value is a UsageError naming the flag. */
-import fs from "node:fs";
-import path from "node:path";
+import {existingDirectory} from "../common/existingDirectory.js";
 import {UsageError} from "./commandLine.js";
 
 /** An integer in [min, max]; `fallback` when the flag is absent. */
@@ -79,14 +78,8 @@ export function joinNegativeNumberValues(args: readonly string[], valueOptions: 
 
 /** An existing directory, as an absolute path. */
 export function directoryValue(name: string, raw: string): string {
-    const directory = path.resolve(raw);
-    let isDirectory = false;
-    try {
-        isDirectory = fs.statSync(directory).isDirectory();
-    } catch {
-        // missing: said below
-    }
-    if (!isDirectory)
+    const directory = existingDirectory(raw);
+    if (directory === undefined)
         throw new UsageError(`--${name} must be an existing directory, got ${JSON.stringify(raw)}`);
     return directory;
 }

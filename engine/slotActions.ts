@@ -117,11 +117,10 @@ export class SlotActions<Slot extends ActionSlot> {
                     throw new InvalidSlotAction(`Unable to restore slot: ${path.basename(file!)}: ${reason}`, {cause: error});
                 }
                 // llama-server's file: loaded through a copy with the plain token list node-llama-cpp reads.
-                const {packed} = layout;
-                const plainCopy = packed !== undefined ? this.temporaryFile() : undefined;
+                const plainCopy = layout.packed !== undefined ? this.temporaryFile() : undefined;
                 try {
-                    if (packed !== undefined && plainCopy !== undefined)
-                        await writePlainTokenCopy(file!, packed, plainCopy);
+                    if (plainCopy !== undefined)
+                        await writePlainTokenCopy(file!, layout.packed!, plainCopy);
                     await sequence.loadStateFromFile(plainCopy ?? file!, {acceptRisk: true});
                 } catch (error) {
                     // Whatever llama.cpp loaded before it gave up is not a state to keep (llama-server clears the slot too).

@@ -1,7 +1,6 @@
-import fs from "node:fs";
-import path from "node:path";
 import * as vscode from "vscode";
 import {errorMessage} from "../../common/errorMessage.js";
+import {existingDirectory} from "../../common/existingDirectory.js";
 import {PortInUseError} from "../host/net/listen.js";
 import {ApiServer} from "../host/openai/apiServer.js";
 import type {EngineController} from "./engineController.js";
@@ -149,8 +148,8 @@ export class ApiEndpoint implements vscode.Disposable {
     private slotSavePath(setting: string): string | undefined {
         if (setting === "")
             return undefined;
-        const directory = path.resolve(setting);
-        if (fs.statSync(directory, {throwIfNoEntry: false})?.isDirectory() === true)
+        const directory = existingDirectory(setting);
+        if (directory !== undefined)
             return directory;
         this.log.warn(`${configSection}.server.slotSavePath is not an existing directory (${setting}): slot actions answer 501`);
         return undefined;
