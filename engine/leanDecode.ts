@@ -17,13 +17,13 @@
  * evaluation lock between tokens: nothing else erases, clears or saves that sequence meanwhile.
  */
 import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "./llamaTypes.js";
+import {sampleAheadOf, type NativeSample} from "./sampleAhead.js";
 
 /** A generated token, with the sampler's probability of it when asked for. */
 export type GeneratedToken = {token: Token, probabilities?: Map<Token, number>, confidence?: number};
 
 type SamplerConfig = {dryRepeatPenaltySequenceBreakers?: false | string[]} & Record<string, unknown>;
 type NativeSampler = {applyConfig(config: SamplerConfig): void, dispose(): void};
-type NativeSample = Token | -1 | [token: Token | -1, probabilities: unknown, confidence: number | undefined];
 
 /** node-llama-cpp 3.21.1's LlamaContextSequence internals this loop drives (not in its typings). */
 type SequenceInternals = {
@@ -36,6 +36,7 @@ type SequenceInternals = {
     _contextShift: unknown,
     _takeIntervalCheckpointIfNeededAfterBatch: unknown,
     _tokenPredictor: unknown,
+    _sequenceId: number,
     _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: NativeSampler, probabilities?: boolean, confidence?: boolean):
         Promise<NativeSample>}},
     model: {_model: unknown, _llama: {_bindings: {AddonSampler: new (model: unknown) => NativeSampler}}}
@@ -54,7 +55,7 @@ export function leanInternals(sequence: LlamaContextSequence): SequenceInternals
     const bindings = internals.model?._llama?._bindings;
     return typeof internals._decodeTokens === "function" && typeof internals._resolveSamplerConfig === "function" &&
         typeof ctx?.sampleToken === "function" && typeof bindings?.AddonSampler === "function" &&
-        internals._contextShift !== undefined && internals._tokenMeter !== undefined
+        internals._contextShift !== undefined && internals._tokenMeter !== undefined && typeof internals._sequenceId === "number"
         ? internals as SequenceInternals : undefined;
 }
 
@@ -81,6 +82,7 @@ AsyncGenerator<GeneratedToken, void, undefined> {
     };
     const sampler = new Sampler(new internals.model._llama._bindings.AddonSampler(internals.model._model));
     const ctx = internals._context._ctx;
+    const ahead = sampleAheadOf(ctx);
     let sampling: Promise<NativeSample> | undefined;
     const sample = (batchLogitIndex: number): Promise<NativeSample> => {
         // Per token, as node-llama-cpp's loop: the penalties' window, the bans and a grammar's state move with the output.
@@ -94,8 +96,17 @@ AsyncGenerator<GeneratedToken, void, undefined> {
         for (;;) {
             const logits: boolean[] = [];
             logits[input.length - 1] = true;
-            const results = await internals._decodeTokens(input, logits, defaultEvaluationPriority, internals._tokenMeter,
-                internals._contextShift, sample, internals._takeIntervalCheckpointIfNeededAfterBatch);
+            // Sampled right behind the decode where it can be (sampleAhead.ts), else once the decode is back.
+            const expected = ahead?.expect(internals._sequenceId, sample);
+            let results: unknown[];
+            try {
+                results = await internals._decodeTokens(input, logits, defaultEvaluationPriority, internals._tokenMeter,
+                    internals._contextShift, expected !== undefined ? (index) => expected.take(index) : sample,
+                    internals._takeIntervalCheckpointIfNeededAfterBatch);
+            } finally {
+                if (expected !== undefined)
+                    ahead?.forget(internals._sequenceId, expected);
+            }
             const result = results[input.length - 1] as NativeSample | undefined;
             const token = Array.isArray(result) ? result[0] : result;
             if (token === undefined || token === -1)

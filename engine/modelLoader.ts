@@ -5,6 +5,7 @@ import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
 import {warmUpModel} from "./modelWarmUp.js";
+import {installSampleAhead} from "./sampleAhead.js";
 import {hasChatTemplate} from "./promptRenderer.js";
 import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
 import {backendNames} from "../common/gpuBackendText.js";
@@ -58,6 +59,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     try {
         context = await loadingWithLlamaErrors(llama, errorLevels, () =>
             model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}}));
+        installSampleAhead(context);
         await warmUpModel(model, context);
     } catch (error) {
         await model.dispose();

@@ -4,18 +4,25 @@
  * with the output, DRY, token bans), the same confidences, and the sequence left holding the same tokens. It drives
  * node-llama-cpp internals, so the first test fails if this node-llama-cpp lacks them (the engine would silently fall
  * back to the slower loop).
+ *
+ * The engine process has one libuv thread, so there the lean loop also queues each sample right behind its decode
+ * (engine/sampleAhead.ts). This file runs in the test runner's process (libuv's default pool: no sampling ahead) and
+ * runs itself again in a child with UV_THREADPOOL_SIZE=1, where every lean token must have been sampled ahead.
  */
 import assert from "node:assert/strict";
+import {spawnSync} from "node:child_process";
 import {after, before, describe, test} from "node:test";
 import {generateTokens, leanInternals, type GeneratedToken} from "../../engine/leanDecode.js";
 import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "../../engine/llamaTypes.js";
 import {loadModel, type LoadedModel} from "../../engine/modelLoader.js";
+import {sampleAheadOf, type SampleAhead} from "../../engine/sampleAhead.js";
 import {skipReason} from "../helpers/prerequisites.js";
 import {findStoriesModel} from "../helpers/sharedModels.js";
 
 const stories = findStoriesModel();
 const suite = "lean decode loop (stories260K)";
 const count = 48;
+const onePoolThread = process.env.UV_THREADPOOL_SIZE?.trim() === "1";
 
 async function take(tokens: AsyncGenerator<GeneratedToken, void, undefined>, n: number): Promise<GeneratedToken[]> {
     const out: GeneratedToken[] = [];
@@ -32,12 +39,20 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
     let lean: LlamaContextSequence;
     let reference: LlamaContextSequence;
     let prompt: Token[];
+    let ahead: SampleAhead | undefined;
+    /** Samples queued ahead while `run` ran. */
+    const queuedAheadDuring = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+        const before = ahead?.queuedAhead ?? 0;
+        const result = await run();
+        return [result, (ahead?.queuedAhead ?? 0) - before];
+    };
 
     before(async () => {
         loaded = await loadModel({modelPath: stories.path!, threads: 1, parallel: 2, contextSize: 512, gpu: "off"}, () => undefined);
         lean = loaded.context.getSequence();
         reference = loaded.context.getSequence();
         prompt = loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She", true);
+        ahead = sampleAheadOf((loaded.context as unknown as {_ctx: object})._ctx);
     });
     after(async () => {
         await loaded.context.dispose();
@@ -47,6 +62,10 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
 
     test("this node-llama-cpp has the internals the lean loop drives", () => {
         assert.ok(leanInternals(lean) !== undefined, "node-llama-cpp's sequence internals changed: the engine would use its slower loop");
+    });
+
+    test(`samples are queued ahead ${onePoolThread ? "with one libuv thread" : "only with one libuv thread: not here"}`, () => {
+        assert.equal(ahead !== undefined, onePoolThread);
     });
 
     /** Options built per side: penalties read the side's own output. */
@@ -77,13 +96,17 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
                     ? generateTokens(sequence, prompt, metadata, options(generated))
                     : sequence.evaluateWithMetadata(prompt, metadata, {...options(generated), yieldEogToken: true}) as
                         AsyncGenerator<GeneratedToken, void, undefined>;
-                const outputs: GeneratedToken[] = [];
-                for await (const output of tokens) {
-                    outputs.push(output);
-                    generated.push(output.token);
-                    if (outputs.length >= count)
-                        break;
-                }
+                const [outputs, sampledAhead] = await queuedAheadDuring(async () => {
+                    const outputs: GeneratedToken[] = [];
+                    for await (const output of tokens) {
+                        outputs.push(output);
+                        generated.push(output.token);
+                        if (outputs.length >= count)
+                            break;
+                    }
+                    return outputs;
+                });
+                assert.equal(sampledAhead, loop === "lean" && onePoolThread ? count : 0, `${loop}: tokens sampled ahead`);
                 sides.push({outputs, held: [...sequence.contextTokens]});
             }
             const [ours, theirs] = sides as [typeof sides[0], typeof sides[0]];
@@ -98,6 +121,23 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
             assert.deepEqual(ours.held, theirs.held);
             assert.equal(lean.nextTokenIndex, reference.nextTokenIndex);
         });
+
+    test("two loops decoding in the same batches: each gets the tokens it gets alone", async () => {
+        const prompts = [prompt, loaded.model.tokenize("The dog ran to the park and", true)];
+        const sequences = [lean, reference];
+        const run = (i: number): Promise<GeneratedToken[]> => take(generateTokens(sequences[i]!, prompts[i]!, {}, {temperature: 0}), 24);
+        const alone: GeneratedToken[][] = [];
+        for (const i of [0, 1]) {
+            await sequences[i]!.clearHistory();
+            alone.push(await run(i));
+        }
+        for (const sequence of sequences)
+            await sequence.clearHistory();
+        const [together, sampledAhead] = await queuedAheadDuring(() => Promise.all([run(0), run(1)]));
+        assert.notDeepEqual(alone[0]!.map((o) => o.token), alone[1]!.map((o) => o.token), "the prompts must lead apart");
+        assert.deepEqual(together.map((tokens) => tokens.map((o) => o.token)), alone.map((tokens) => tokens.map((o) => o.token)));
+        assert.equal(sampledAhead, onePoolThread ? 48 : 0);
+    });
 
     test("the whole distribution asked for: node-llama-cpp's loop gives it", async () => {
         await lean.clearHistory();
@@ -120,3 +160,15 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
         assert.deepEqual([...first, ...second].map((o) => o.token), whole.map((o) => o.token));
     });
 });
+
+if (!onePoolThread)
+    test("lean decode loop with one libuv thread, as in the engine process: this file's tests pass, sampled ahead", {
+        skip: skipReason(suite, stories.missing === undefined ? [] : [stories.missing])
+    }, () => {
+        const env: NodeJS.ProcessEnv = {...process.env, UV_THREADPOOL_SIZE: "1"};
+        delete env.NODE_TEST_CONTEXT; // a test run of its own, not a part of this one
+        const child = spawnSync(process.execPath, ["--import", "tsx", "--test", "test/engine/leanDecode.test.ts"], {env, encoding: "utf8"});
+        assert.equal(child.status, 0, `the run with one libuv thread failed:\n${(child.stdout + child.stderr).slice(-6000)}`);
+        assert.match(child.stdout, /# pass [1-9]/);
+        assert.match(child.stdout, /# fail 0/);
+    });

@@ -19,7 +19,8 @@ const stderrKeepChars = 4000;
  * decode stays on a warm thread and the samples run back to back. Measured here (2 vCPUs, demo `small`,
  * 1 llama thread, `node --import tsx scripts/benchThreadpool.ts --repeats 7 --sizes 1,2,4`), output
  * tok/s with 1 / 2 / 4 threads: 463 / 400 / 373 at 1 concurrent request, 759 / 727 / 747 at 4, 703 /
- * 675 / 675 at 8. GPU backends were not measured.
+ * 675 / 675 at 8. GPU backends were not measured. With one thread the engine also queues each sample right
+ * behind its decode (engine/sampleAhead.ts), which is only safe where tasks run one at a time.
  */
 export const engineThreadpoolSize = 1;
 
