@@ -59,8 +59,8 @@ export class ExpectedSample {
         this.cancelled = true;
         if (queued !== undefined && queued.batchLogitIndex === batchLogitIndex)
             return queued.sampling;
-        if (queued !== undefined)
-            throw new Error(`sample ahead: queued for batch logit ${queued.batchLogitIndex}, asked for ${batchLogitIndex}`);
+        if (queued !== undefined) // a rejection, not a throw: node-llama-cpp would fail the whole batch's requests with it
+            return Promise.reject(new Error(`sample ahead: queued for batch logit ${queued.batchLogitIndex}, asked for ${batchLogitIndex}`));
         return this.sample(batchLogitIndex);
     }
 
