@@ -4,7 +4,7 @@
  * node-llama-cpp runs every decode and every sample as its own native task on libuv's pool, and samples
  * only once the decode's promise has resolved on the main thread: per step the thread hands the decode's
  * result back, waits for the main thread to wake, run the batch's JavaScript and queue the samples, and then
- * runs them. With one pool thread (the engine process's `UV_THREADPOOL_SIZE=1`, engineThreadpool) tasks run
+ * runs them. With one pool thread (the engine process's `UV_THREADPOOL_SIZE=1`, `engineThreadpoolSize`) tasks run
  * one at a time, in the order they are queued, so a sample queued right after its decode runs after it, on
  * the decode's logits, without that round trip: the thread goes from the decode straight on to the samples.
  * With more pool threads a sample could run beside its decode, so this is only ever installed on one.
