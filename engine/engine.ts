@@ -828,7 +828,7 @@ export class Engine {
                         ? xtcGreedyTemperature : request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {})
-                });
+                }, (token) => this.decodesAhead(request, token));
                 for await (const output of tokens) {
                     const t = nowMs();
                     const {token, probabilities, confidence} = output;
@@ -916,6 +916,18 @@ export class Engine {
         const results = await slot.sequence.controlledEvaluate(items);
         return results.map((result, i) =>
             scoredPromptTokenLogprob(this.loaded.model, input[from + i + 1]!, result?.next.probabilities, top, this.pieceContext()));
+    }
+
+    /**
+     * Whether a request's sampled token may be decoded before the engine handles it (leanDecode.ts, `DecodeAhead`): when
+     * it runs alone, with no prompt waiting to share its next step, and the token cannot end it. At concurrency 1 the
+     * engine's per-token work then runs beside the next decode instead of ahead of it. A stop string, a line limit or a
+     * cancel found in that work leaves one more token decoded in the sequence, which its prefix cache then holds.
+     */
+    private decodesAhead(request: ActiveRequest, token: Token): boolean {
+        return this.barrier.memberCount === 1 && this.prefilling === 0 && this.queue.length === 0 && request.stop === undefined &&
+            request.generated.length + 1 < request.maxTokens && (request.ignoreEos || !this.loaded.model.isEogToken(token)) &&
+            request.stopTokenIds?.has(token) !== true;
     }
 
     /**

@@ -37,8 +37,11 @@ type SequenceInternals = {
     _takeIntervalCheckpointIfNeededAfterBatch: unknown,
     _tokenPredictor: unknown,
     _sequenceId: number,
-    _context: {_ctx: {sampleToken(batchLogitIndex: number, sampler: NativeSampler, probabilities?: boolean, confidence?: boolean):
-        Promise<NativeSample>}},
+    _context: {
+        dispatchPendingBatch(): void,
+        _ctx: {sampleToken(batchLogitIndex: number, sampler: NativeSampler, probabilities?: boolean, confidence?: boolean):
+            Promise<NativeSample>}
+    },
     model: {_model: unknown, _llama: {_bindings: {AddonSampler: new (model: unknown) => NativeSampler}}}
 };
 
@@ -54,6 +57,7 @@ export function leanInternals(sequence: LlamaContextSequence): SequenceInternals
     const ctx = internals._context?._ctx;
     const bindings = internals.model?._llama?._bindings;
     return typeof internals._decodeTokens === "function" && typeof internals._resolveSamplerConfig === "function" &&
+        typeof internals._context?.dispatchPendingBatch === "function" &&
         typeof ctx?.sampleToken === "function" && typeof bindings?.AddonSampler === "function" &&
         internals._contextShift !== undefined && internals._tokenMeter !== undefined && typeof internals._sequenceId === "number"
         ? internals as SequenceInternals : undefined;
@@ -64,22 +68,37 @@ export function leanInternals(sequence: LlamaContextSequence): SequenceInternals
  * stops: `sequence.evaluateWithMetadata(tokens, metadata, {...options, yieldEogToken: true})`, leaner when it can be.
  */
 export function generateTokens(
-    sequence: LlamaContextSequence, tokens: Token[], metadata: {probabilities?: boolean, confidence?: boolean}, options: SamplerOptions
+    sequence: LlamaContextSequence, tokens: Token[], metadata: {probabilities?: boolean, confidence?: boolean}, options: SamplerOptions,
+    decodeAhead: DecodeAhead = () => false
 ): AsyncGenerator<GeneratedToken, void, undefined> {
     const internals = leanInternals(sequence);
     if (internals === undefined || internals._tokenPredictor != null || metadata.probabilities === true)
         return sequence.evaluateWithMetadata(tokens, metadata, {...options, yieldEogToken: true}) as
             AsyncGenerator<GeneratedToken, void, undefined>;
-    return leanLoop(internals, tokens, metadata.confidence === true, options);
+    return leanLoop(internals, tokens, metadata.confidence === true, options, decodeAhead);
 }
 
-async function* leanLoop(internals: SequenceInternals, tokens: Token[], confidence: boolean, options: SamplerOptions):
-AsyncGenerator<GeneratedToken, void, undefined> {
+/**
+ * Asked with each sampled token before it is yielded: true queues that token's decode at once, before the caller
+ * handles the token, so the caller's per-token work runs beside the decode instead of ahead of it. The caller
+ * answers true only where the token will be fed back (it cannot end the output) and no other sequence's decode is
+ * meant to share the batch. If the caller stops after all, the sequence holds that one more token, decoded. Never
+ * asked where a sampling option is a function (a penalty window, token bans or a grammar state read per token): those
+ * read the caller's state, which has not seen the token yet.
+ */
+export type DecodeAhead = (token: Token) => boolean;
+
+async function* leanLoop(internals: SequenceInternals, tokens: Token[], confidence: boolean, options: SamplerOptions,
+                         decodeAhead: DecodeAhead): AsyncGenerator<GeneratedToken, void, undefined> {
     const {temperature, minP, topK, topP, seed, xtc, grammarEvaluationState, repeatPenalty, dryRepeatPenalty, tokenBias} = options;
     // Only the sampling fields: node-llama-cpp resolves them into its native sampler's configuration.
     const samplerOptions: SamplerOptions = {
         temperature, minP, topK, topP, seed, xtc, grammarEvaluationState, repeatPenalty, dryRepeatPenalty, tokenBias
     };
+    // A configuration that reads the caller's state (the output so far) per token is resolved when the next sample is
+    // queued: never before the caller has had the token.
+    const readsCaller = typeof repeatPenalty?.punishTokens === "function" || typeof tokenBias === "function" ||
+        typeof grammarEvaluationState === "function";
     const sampler = new Sampler(new internals.model._llama._bindings.AddonSampler(internals.model._model));
     const ctx = internals._context._ctx;
     const ahead = sampleAheadOf(ctx);
@@ -91,32 +110,48 @@ AsyncGenerator<GeneratedToken, void, undefined> {
             : ctx.sampleToken(batchLogitIndex, sampler.native);
         return sampling;
     };
+    // One token's decode and its sample, resolved with the sampled token's result; `queued`, where it is sampled ahead,
+    // resolves once the decode and its sample are queued on the native side (or will not be).
+    const decode = (input: Token[], dispatchNow = false): {result: Promise<NativeSample | undefined>, queued?: Promise<void>} => {
+        const logits: boolean[] = [];
+        logits[input.length - 1] = true;
+        // Sampled right behind the decode where it can be (sampleAhead.ts), else once the decode is back.
+        const expected = ahead?.expect(internals._sequenceId, sample);
+        const decoded = internals._decodeTokens(input, logits, defaultEvaluationPriority, internals._tokenMeter,
+            internals._contextShift, expected !== undefined ? (index) => expected.take(index) : sample,
+            internals._takeIntervalCheckpointIfNeededAfterBatch);
+        // Queued by now (unless the sequence first shifts its context): its batch goes now instead of on the next turn.
+        if (dispatchNow)
+            internals._context.dispatchPendingBatch();
+        const result = decoded.then((results) => results[input.length - 1] as NativeSample | undefined).finally(() => {
+            if (expected !== undefined)
+                ahead?.forget(internals._sequenceId, expected);
+        });
+        return expected !== undefined ? {result, queued: expected.settled} : {result};
+    };
+    let decoding: Promise<NativeSample | undefined> | undefined = decode(tokens).result;
     try {
-        let input = tokens;
         for (;;) {
-            const logits: boolean[] = [];
-            logits[input.length - 1] = true;
-            // Sampled right behind the decode where it can be (sampleAhead.ts), else once the decode is back.
-            const expected = ahead?.expect(internals._sequenceId, sample);
-            let results: unknown[];
-            try {
-                results = await internals._decodeTokens(input, logits, defaultEvaluationPriority, internals._tokenMeter,
-                    internals._contextShift, expected !== undefined ? (index) => expected.take(index) : sample,
-                    internals._takeIntervalCheckpointIfNeededAfterBatch);
-            } finally {
-                if (expected !== undefined)
-                    ahead?.forget(internals._sequenceId, expected);
-            }
-            const result = results[input.length - 1] as NativeSample | undefined;
-            const token = Array.isArray(result) ? result[0] : result;
+            const result: NativeSample | undefined = await decoding;
+            decoding = undefined;
+            const token: Token | -1 | undefined = Array.isArray(result) ? result[0] : result;
             if (token === undefined || token === -1)
                 throw new Error("Failed to sample next token");
+            if (!readsCaller && decodeAhead(token)) {
+                const next = decode([token], true);
+                decoding = next.result;
+                // Its failure is thrown when the loop goes on, or dropped when the caller stops first.
+                decoding.catch(() => undefined);
+                // The caller's work on this token then runs while the native side decodes the next.
+                await next.queued;
+            }
             const sampledConfidence = Array.isArray(result) ? result[2] : undefined;
             yield sampledConfidence !== undefined ? {token, confidence: sampledConfidence} : {token};
-            input = [token];
+            decoding ??= decode([token]).result;
         }
     } finally {
-        // Never under a native sample still running (the loop ended by an error while one was in flight).
+        // Never under a decode or a native sample still running (a decode queued ahead, or an error while one was in flight).
+        await decoding?.catch(() => undefined);
         await sampling?.catch(() => undefined);
         sampler.dispose();
     }

@@ -32,6 +32,11 @@ export type NativeBatchContext = {
 export class ExpectedSample {
     private queued: {batchLogitIndex: number, sampling: Promise<NativeSample>} | undefined;
     private cancelled = false;
+    private settle!: () => void;
+    /** Resolves once the sample is queued behind its decode, or is no longer going to be (taken or cancelled first). */
+    readonly settled = new Promise<void>((resolve) => {
+        this.settle = resolve;
+    });
 
     constructor(private readonly sample: (batchLogitIndex: number) => Promise<NativeSample>) {}
 
@@ -49,6 +54,7 @@ export class ExpectedSample {
         // Never an unhandled rejection where nobody takes it (the decode failed first); `take` still gets the rejection.
         sampling.catch(() => undefined);
         this.queued = {batchLogitIndex, sampling};
+        this.settle();
         return true;
     }
 
@@ -57,6 +63,7 @@ export class ExpectedSample {
         const queued = this.queued;
         this.queued = undefined;
         this.cancelled = true;
+        this.settle();
         if (queued !== undefined && queued.batchLogitIndex === batchLogitIndex)
             return queued.sampling;
         if (queued !== undefined) // a rejection, not a throw: node-llama-cpp would fail the whole batch's requests with it
@@ -67,6 +74,7 @@ export class ExpectedSample {
     /** The loop stopped waiting (its decode failed): never queue it. */
     cancel(): void {
         this.cancelled = true;
+        this.settle();
     }
 }
 

@@ -69,58 +69,63 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
     });
 
     /** Options built per side: penalties read the side's own output. */
-    const cases: Array<{name: string, options: (generated: Token[]) => SequenceEvaluateOptions, confidence?: true}> = [
+    const cases: Array<{name: string, options: (generated: Token[]) => SequenceEvaluateOptions, confidence?: true, readsOutput?: true}> = [
         {name: "greedy", options: () => ({temperature: 0})},
         {name: "seeded sampling", options: () => ({temperature: 0.9, seed: 11, topK: 30, topP: 0.9, minP: 0.02})},
         {name: "confidence", options: () => ({temperature: 0.8, seed: 5}), confidence: true},
         {name: "a penalty window that moves with the output", options: (generated) => ({temperature: 0.8, seed: 3, repeatPenalty: {
-            punishTokens: () => generated.slice(-16), maxPunishTokens: 16, penalty: 1.4, presencePenalty: 0.3, frequencyPenalty: 0.2}})},
+            punishTokens: () => generated.slice(-16), maxPunishTokens: 16, penalty: 1.4, presencePenalty: 0.3, frequencyPenalty: 0.2}}), readsOutput: true},
         {name: "DRY", options: () => ({temperature: 0.7, seed: 9, dryRepeatPenalty: {strength: 0.8, base: 1.75, allowedLength: 2, lastTokens: 64}})},
         {name: "bans that change with the output", options: (generated) => ({temperature: 0.8, seed: 2, tokenBias: () => {
             const bias = new loaded.TokenBias(loaded.model.tokenizer);
             for (const token of loaded.model.tokenize(generated.length < 20 ? " the." : " she", false))
                 bias.set(token, "never");
             return bias;
-        }})}
+        }}), readsOutput: true}
     ];
 
-    for (const {name, options, confidence} of cases)
-        test(`${name}: the tokens node-llama-cpp's loop gives, and the sequence holds the same`, async () => {
-            const sides = [];
-            // One side at a time: each decodes alone, so both see the same batches.
-            for (const [sequence, loop] of [[lean, "lean"], [reference, "node-llama-cpp"]] as const) {
-                await sequence.clearHistory();
-                const generated: Token[] = [];
-                const metadata = confidence === true ? {confidence: true as const} : {};
-                const tokens = loop === "lean"
-                    ? generateTokens(sequence, prompt, metadata, options(generated))
-                    : sequence.evaluateWithMetadata(prompt, metadata, {...options(generated), yieldEogToken: true}) as
+    // Decoding ahead asked for on every token: taken where no option reads the output per token (it has not seen the token yet).
+    for (const {name, options, confidence, readsOutput} of cases)
+        for (const askAhead of [false, true]) {
+            const decodeAhead = askAhead && readsOutput !== true;
+            test(`${name}${askAhead ? `, decoding ahead asked for${decodeAhead ? "" : " (not taken: the options read the output)"}` : ""}: ` +
+            `the tokens node-llama-cpp's loop gives, and the sequence holds the same${decodeAhead ? " and one more" : ""}`, async () => {
+                const sides = [];
+                // One side at a time: each decodes alone, so both see the same batches.
+                for (const [sequence, loop] of [[lean, "lean"], [reference, "node-llama-cpp"]] as const) {
+                    await sequence.clearHistory();
+                    const generated: Token[] = [];
+                    const metadata = confidence === true ? {confidence: true as const} : {};
+                    const tokens = loop === "lean"
+                        ? generateTokens(sequence, prompt, metadata, options(generated), () => askAhead)
+                        : sequence.evaluateWithMetadata(prompt, metadata, {...options(generated), yieldEogToken: true}) as
                         AsyncGenerator<GeneratedToken, void, undefined>;
-                const [outputs, sampledAhead] = await queuedAheadDuring(async () => {
-                    const outputs: GeneratedToken[] = [];
-                    for await (const output of tokens) {
-                        outputs.push(output);
-                        generated.push(output.token);
-                        if (outputs.length >= count)
-                            break;
-                    }
-                    return outputs;
-                });
-                assert.equal(sampledAhead, loop === "lean" && onePoolThread ? count : 0, `${loop}: tokens sampled ahead`);
-                sides.push({outputs, held: [...sequence.contextTokens]});
-            }
-            const [ours, theirs] = sides as [typeof sides[0], typeof sides[0]];
-            assert.deepEqual(ours.outputs.map((o) => o.token), theirs.outputs.map((o) => o.token));
-            if (confidence === true) {
-                assert.equal(ours.outputs.filter((o) => typeof o.confidence === "number").length, count, "a token without its confidence");
-                ours.outputs.forEach((o, i) => assert.ok(Math.abs(o.confidence! - theirs.outputs[i]!.confidence!) < 1e-6, `token ${i}'s confidence`));
-            } else
-                assert.ok(ours.outputs.every((o) => o.confidence === undefined));
-            // The prompt and every token but the last (fed back only when the next is asked for).
-            assert.equal(ours.held.length, prompt.length + count - 1);
-            assert.deepEqual(ours.held, theirs.held);
-            assert.equal(lean.nextTokenIndex, reference.nextTokenIndex);
-        });
+                    const [outputs, sampledAhead] = await queuedAheadDuring(async () => {
+                        const outputs: GeneratedToken[] = [];
+                        for await (const output of tokens) {
+                            outputs.push(output);
+                            generated.push(output.token);
+                            if (outputs.length >= count)
+                                break;
+                        }
+                        return outputs;
+                    });
+                    assert.equal(sampledAhead, loop === "lean" && onePoolThread ? count + (decodeAhead ? 1 : 0) : 0, `${loop}: tokens sampled ahead`);
+                    sides.push({outputs, held: [...sequence.contextTokens]});
+                }
+                const [ours, theirs] = sides as [typeof sides[0], typeof sides[0]];
+                assert.deepEqual(ours.outputs.map((o) => o.token), theirs.outputs.map((o) => o.token));
+                if (confidence === true) {
+                    assert.equal(ours.outputs.filter((o) => typeof o.confidence === "number").length, count, "a token without its confidence");
+                    ours.outputs.forEach((o, i) => assert.ok(Math.abs(o.confidence! - theirs.outputs[i]!.confidence!) < 1e-6, `token ${i}'s confidence`));
+                } else
+                    assert.ok(ours.outputs.every((o) => o.confidence === undefined));
+                // The prompt and every token but the last (fed back only when the next is asked for), unless it was decoded ahead.
+                assert.equal(ours.held.length, prompt.length + count - (decodeAhead ? 0 : 1));
+                assert.deepEqual(ours.held.slice(0, theirs.held.length), theirs.held);
+                assert.equal(lean.nextTokenIndex, reference.nextTokenIndex + (decodeAhead ? 1 : 0));
+            });
+        }
 
     test("two loops decoding in the same batches: each gets the tokens it gets alone", async () => {
         const prompts = [prompt, loaded.model.tokenize("The dog ran to the park and", true)];
@@ -137,6 +142,37 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
         assert.notDeepEqual(alone[0]!.map((o) => o.token), alone[1]!.map((o) => o.token), "the prompts must lead apart");
         assert.deepEqual(together.map((tokens) => tokens.map((o) => o.token)), alone.map((tokens) => tokens.map((o) => o.token)));
         assert.equal(sampledAhead, onePoolThread ? 48 : 0);
+    });
+
+    test("a token decoded ahead is on its way before the caller has it, and only where the caller says so", async () => {
+        await lean.clearHistory();
+        // Counts the native decodes by shadowing the addon's method on this context, as sampleAhead.ts does.
+        const native = (loaded.context as unknown as {_ctx: {decodeBatch: (...args: unknown[]) => unknown}})._ctx;
+        const own = Object.getOwnPropertyDescriptor(native, "decodeBatch");
+        const decodeBatch = native.decodeBatch;
+        let decodes = 0;
+        Object.defineProperty(native, "decodeBatch", {configurable: true, value: (...args: unknown[]) => {
+            decodes++;
+            return decodeBatch.apply(native, args);
+        }});
+        const decodedAhead: boolean[] = [];
+        const generated: Token[] = [];
+        try {
+            for await (const output of generateTokens(lean, prompt, {}, {temperature: 0}, () => generated.length % 2 === 0)) {
+                generated.push(output.token);
+                // The prompt's decode, one per token fed back so far, and this token's if it went ahead.
+                decodedAhead.push(decodes === generated.length + 1);
+                if (generated.length >= 12)
+                    break;
+            }
+        } finally {
+            if (own !== undefined)
+                Object.defineProperty(native, "decodeBatch", own);
+            else
+                delete (native as {decodeBatch?: unknown}).decodeBatch;
+        }
+        assert.deepEqual(decodedAhead, decodedAhead.map((_, i) => i % 2 === 0));
+        assert.equal(lean.nextTokenIndex, prompt.length + 12 - 1, "the last token was not to be decoded");
     });
 
     test("the whole distribution asked for: node-llama-cpp's loop gives it", async () => {

@@ -50,6 +50,36 @@ describe("prefix caching", () => {
         assert.equal(again.text, reference.text);
     });
 
+    test("a request alone that a stop string ends leaves its last token decoded (decoded ahead), and the next one reuses it", async () => {
+        // The tokens greedy decoding gives after the story, from the cold engine, and the text out after each.
+        const coldRun = cold.send({prompt: story, ...greedy, returnTokenIds: true});
+        const coldOutcome = await coldRun.done;
+        const prompt = cold.events.find((event) => event.id === coldRun.id && event.kind === "inputProcessed");
+        const promptIds = prompt?.kind === "inputProcessed" ? prompt.promptTokenIds ?? [] : [];
+        const generated: number[] = [];
+        const pieces: string[] = [];
+        for (const event of cold.events)
+            if (event.id === coldRun.id && event.kind === "tokens")
+                for (const [i, id] of (event.ids ?? []).entries()) {
+                    generated.push(id);
+                    pieces.push((pieces.at(-1) ?? "") + (i === 0 ? event.text : ""));
+                }
+        assert.equal(generated.length, greedy.maxTokens);
+        // A stop string that first shows up with the 10th token: the request ends on that token, which the engine
+        // decoded before it found the stop string in its text.
+        const stop = pieces[9]!.slice(pieces[8]!.length);
+        assert.ok(stop.trim().length > 0 && !pieces[8]!.includes(stop) && coldOutcome.text.startsWith(pieces[9]!),
+            `token 10's text ${JSON.stringify(stop)} must be new there`);
+        const stopped = await cached.generate({prompt: story, ...greedy, stop: [stop]});
+        assert.equal(stopped.finished.reason, "stop");
+        assert.equal(stopped.text, pieces[8]!);
+        // Its prompt and all 10 tokens are on the sequence: a prompt that continues them reuses every one.
+        const next = {promptTokens: [...promptIds, ...generated.slice(0, 16)], ...greedy, maxTokens: 4};
+        const continued = await cached.generate(next);
+        assert.equal(continued.cachedTokens, promptIds.length + 10);
+        assert.equal(continued.text, (await cold.generate(next)).text, "a token decoded ahead must hold what a cold engine computes");
+    });
+
     test("an unrelated prompt reuses nothing past the shared start and still matches a cold engine", async () => {
         const other = "The sun was over the water and a bird flew home";
         const result = await cached.generate({prompt: other, ...greedy});

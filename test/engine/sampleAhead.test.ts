@@ -109,6 +109,29 @@ describe("sample ahead", () => {
         assert.equal(ahead.queuedAhead, 0);
     });
 
+    test("`settled` resolves when the sample is queued behind its decode, or once it never will be", async () => {
+        const native = new RecordingContext();
+        const ahead = installed(native);
+        native.logits.set(0, [0]);
+        let settled = 0;
+        const expected = ahead.expect(0, () => Promise.resolve(token(1)));
+        void expected.settled.then(() => settled++);
+        native.initBatch(1);
+        native.addToBatch(0, 0, Uint32Array.of(1), Uint32Array.of(0));
+        await Promise.resolve();
+        assert.equal(settled, 0, "settled before its decode was queued");
+        void native.decodeBatch();
+        await expected.settled;
+        assert.equal(settled, 1);
+        // Never queued: forgotten (its decode failed), or taken before any decode queued it.
+        const forgotten = ahead.expect(0, () => Promise.resolve(token(2)));
+        ahead.forget(0, forgotten);
+        await forgotten.settled;
+        const taken = ahead.expect(1, () => Promise.resolve(token(3)));
+        assert.equal(await taken.take(0), 3);
+        await taken.settled;
+    });
+
     test("asked for another index than the one it sampled: a rejection for that request", async () => {
         const native = new RecordingContext();
         const ahead = installed(native);
