@@ -17,6 +17,7 @@ import {invalidTools, parallelCalls, requiredTools} from "./tools/toolRequest.js
 import {StatsAgent} from "./stats/statsAgent.js";
 import {CounterSlot} from "./stats/sharedCounters.js";
 import {type StepMember, StepBarrier} from "./stepBarrier.js";
+import {DecodePairSplit, splitsDecodePairs} from "./decodePairs.js";
 import {generateTokens} from "./leanDecode.js";
 import {StopStringMatcher} from "./stopStringMatcher.js";
 import {StreamingDetokenizer} from "./streamingDetokenizer.js";
@@ -132,6 +133,8 @@ export class Engine {
     private readonly slots: Slot[];
     private readonly queue = new WaitingQueue<ActiveRequest>();
     private readonly barrier: StepBarrier;
+    /** Set where two one-token decodes run faster as two batches than as one (decodePairs.ts). */
+    private readonly pairSplit: DecodePairSplit | undefined;
     private readonly grammars: ResponseGrammars;
     private readonly requests = new Map<string, ActiveRequest>();
     /** Embed requests, on an embedding context of their own. */
@@ -179,6 +182,7 @@ export class Engine {
         private readonly promptCache: PromptCache | undefined
     ) {
         this.barrier = new StepBarrier(loaded.context.batchSize, () => this.onStepEnd());
+        this.pairSplit = splitsDecodePairs(loaded.decodePairCost) ? DecodePairSplit.of(loaded.context) : undefined;
         this.grammars = new ResponseGrammars(loaded.llama, loaded.model, loaded.LlamaGrammarEvaluationState);
         this.sequenceCapacity = loaded.context.contextSize;
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
@@ -228,6 +232,10 @@ export class Engine {
                 engine.pollVram(stats, statsIntervalMs);
         }
         sink({type: "ready", info});
+        const pairs = loaded.decodePairCost;
+        if (engine.pairSplit !== undefined && pairs !== undefined)
+            sink({type: "log", level: "info", message: "two requests decode in two one-token batches: here a two-token batch took " +
+                `${pairs.pairMs.toFixed(1)} ms, a one-token batch ${pairs.singleMs.toFixed(1)} ms (engine/decodePairs.ts)`});
         return engine;
     }
 
@@ -1052,6 +1060,9 @@ export class Engine {
 
     /** Every running request has its token of this step (or left): the outputs that waited for it go out. */
     private onStepEnd(): void {
+        // The decodes this release queues are exactly the two running requests' next tokens: one batch each, where that is faster.
+        if (this.pairSplit !== undefined)
+            this.pairSplit.active = this.barrier.memberCount === 2 && this.prefilling === 0 && this.queue.length === 0;
         if (this.heldFlush === undefined)
             return;
         clearTimeout(this.heldFlush.timer);

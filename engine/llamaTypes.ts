@@ -6,7 +6,7 @@ import type * as NodeLlamaCppModule from "node-llama-cpp" with {"resolution-mode
 
 export type {
     ChatHistoryItem, Llama, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel,
-    SequenceEvaluateOptions, Token, GgufFileInfo
+    SequenceEvaluateOptions, Token, GgufFileInfo, BatchItem, PrioritizedBatchItem
 } from "node-llama-cpp" with {"resolution-mode": "import"};
 
 export type NodeLlamaCpp = typeof NodeLlamaCppModule;

@@ -8,6 +8,7 @@ import {warmUpModel} from "./modelWarmUp.js";
 import {installSampleAhead} from "./sampleAhead.js";
 import {hasChatTemplate} from "./promptRenderer.js";
 import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
+import {measureDecodePairCost, type DecodePairCost} from "./decodePairs.js";
 import {backendNames} from "../common/gpuBackendText.js";
 import {nowMs} from "../common/clock.js";
 import {errorMessage} from "../common/errorMessage.js";
@@ -20,7 +21,9 @@ export type LoadedModel = {
     TokenBias: TokenBiasClass,
     /** node-llama-cpp's grammar state, for requests with a response format. */
     LlamaGrammarEvaluationState: LlamaGrammarEvaluationStateClass,
-    info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">
+    info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">,
+    /** A one-token decode against a two-sequence one, timed while loading (undefined: not measured). */
+    decodePairCost?: DecodePairCost
 };
 
 /**
@@ -56,11 +59,13 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const trainContextLength = validated.contextLength ?? Infinity;
     const contextSize = Math.min(options.contextSize ?? defaultEngineOptions.contextSize, trainContextLength);
     let context: LlamaContext;
+    let decodePairCost: DecodePairCost | undefined;
     try {
         context = await loadingWithLlamaErrors(llama, errorLevels, () =>
             model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}}));
         installSampleAhead(context);
         await warmUpModel(model, context);
+        decodePairCost = await measureDecodePairCost(model, context);
     } catch (error) {
         await model.dispose();
         throw error;
@@ -77,6 +82,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         context,
         TokenBias,
         LlamaGrammarEvaluationState,
+        ...(decodePairCost !== undefined ? {decodePairCost} : {}),
         info: {
             pid: process.pid,
             backend,
