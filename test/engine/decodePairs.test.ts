@@ -9,6 +9,7 @@ import {DecodePairSplit, splitDecodePair, splitRatio, splitsDecodePairs} from ".
 import {generateTokens} from "../../engine/leanDecode.js";
 import type {BatchItem, LlamaContextSequence, Token} from "../../engine/llamaTypes.js";
 import {loadModel, type LoadedModel} from "../../engine/modelLoader.js";
+import {recordBatchSizes} from "../helpers/batchSizes.js";
 import {skipReason} from "../helpers/prerequisites.js";
 import {findStoriesModel} from "../helpers/sharedModels.js";
 
@@ -45,19 +46,14 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
     let sequences: LlamaContextSequence[];
     let prompts: Token[][];
     /** Token counts of the batches node-llama-cpp handed to llama.cpp since the last read. */
-    const batches: number[] = [];
+    let batches: number[] = [];
 
     before(async () => {
         loaded = await loadModel({modelPath: stories.path!, threads: 1, parallel: 2, contextSize: 512, gpu: "off"}, () => undefined);
         sequences = [loaded.context.getSequence(), loaded.context.getSequence()];
         prompts = [loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She", true),
             loaded.model.tokenize("The dog ran to the park and", true)];
-        const native = (loaded.context as unknown as {_ctx: {initBatch: (size: number) => void}})._ctx;
-        const initBatch = native.initBatch;
-        Object.defineProperty(native, "initBatch", {configurable: true, value: (size: number) => {
-            batches.push(size);
-            initBatch.call(native, size);
-        }});
+        batches = recordBatchSizes(loaded.context);
     });
     after(async () => {
         await loaded.context.dispose();

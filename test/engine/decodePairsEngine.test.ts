@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 import type {LlamaContext} from "../../engine/llamaTypes.js";
+import {recordBatchSizes} from "../helpers/batchSizes.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
 import {testCacheDir} from "../helpers/testModels.js";
 
@@ -17,18 +18,13 @@ const prompts = ["the little girl saw a big red ball in the park", "a small bird
 describe("decode pairs in the engine (demo small f16)", () => {
     let engine: EngineUnderTest;
     /** Token counts of the batches llama.cpp got, recorded on the engine's own context. */
-    const batches: number[] = [];
+    let batches: number[] = [];
 
     before(async () => {
         const modelPath = await ensureDemoModel({size: "small", seed: 0, cacheDir: testCacheDir});
         engine = await EngineUnderTest.start({modelPath, prefixCache: false, parallel: 2});
         const context = (engine.engine as unknown as {loaded: {context: LlamaContext}}).loaded.context;
-        const native = (context as unknown as {_ctx: {initBatch: (size: number) => void}})._ctx;
-        const initBatch = native.initBatch;
-        Object.defineProperty(native, "initBatch", {configurable: true, value: (size: number) => {
-            batches.push(size);
-            initBatch.call(native, size);
-        }});
+        batches = recordBatchSizes(context);
     });
     after(async () => {
         await engine.engine.dispose();
