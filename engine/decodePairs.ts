@@ -4,11 +4,12 @@
  * The engine keeps running requests in lockstep so their tokens share one batch (stepBarrier.ts), which on most builds and
  * models costs less than a batch per token. node-llama-cpp's prebuilt CPU kernels break that for f16 weights at two
  * tokens: on the 2-vCPU development VM (AMD EPYC, its `zen4` variant, 1 thread) a decode batch of two took 2.4–2.9× one of
- * one (demo `small` f16: 2.1–2.8 vs 6.0–6.6 ms; `medium` f16: 9.6–9.9 vs 23–24 ms), where three to eight tokens cost
- * 1.0–0.65× their single steps and q4_0 weights batch two at 1.7–1.9× (2026-12-07). So the engine measures both while it
- * loads (`measureDecodePairCost`), and where a pair costs more than `splitRatio` singles, a step of exactly two one-token
- * decodes goes to llama.cpp as two batches (`DecodePairSplit`): node-llama-cpp's batch loop runs them back to back. Above
- * 2, not 2, because the second batch starts only after the first one's result has been to the main thread and back.
+ * one (demo `small` f16: 2.1–2.8 vs 6.0–6.6 ms; `medium` f16: 9.6–9.9 vs 23–24 ms), where three tokens cost about their
+ * single steps (0.9–1.2×), four to eight 0.6–1.0×, and q4_0 weights batch two at 1.7–1.9× (2026-12-07). So the engine
+ * measures both while it loads (`measureDecodePairCost`), and where a pair costs more than `splitRatio` singles, a step
+ * of exactly two one-token decodes goes to llama.cpp as two batches (`DecodePairSplit`): node-llama-cpp's batch loop runs
+ * them back to back. Above 2, not 2, because the second batch starts only after the first one's result has been to the
+ * main thread and back.
  */
 import type {BatchItem, LlamaContext, LlamaContextSequence, LlamaModel, PrioritizedBatchItem, Token} from "./llamaTypes.js";
 
