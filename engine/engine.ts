@@ -933,9 +933,15 @@ export class Engine {
      * cancel found in that work leaves one more token decoded in the sequence, which its prefix cache then holds.
      */
     private decodesAhead(request: ActiveRequest, token: Token): boolean {
+        const generated = request.generated.length + 1;
         return this.barrier.memberCount === 1 && this.prefilling === 0 && this.queue.length === 0 && request.stop === undefined &&
-            request.generated.length + 1 < request.maxTokens && (request.ignoreEos || !this.loaded.model.isEogToken(token)) &&
-            request.stopTokenIds?.has(token) !== true;
+            generated < request.maxTokens && this.tokenEnding(request, token, generated) === undefined;
+    }
+
+    /** Whether `token`, the request's `generated`-th, ends its answer: see `recordToken`. */
+    private tokenEnding(request: ActiveRequest, token: Token, generated: number): "end" | "stopToken" | undefined {
+        return !request.ignoreEos && this.loaded.model.isEogToken(token) ? "end"
+            : request.stopTokenIds?.has(token) === true && generated >= request.minTokens ? "stopToken" : undefined;
     }
 
     /**
@@ -945,8 +951,7 @@ export class Engine {
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined):
     "end" | "stopToken" | undefined {
         request.generated.push(token);
-        const ending = !request.ignoreEos && this.loaded.model.isEogToken(token) ? "end"
-            : request.stopTokenIds?.has(token) === true && request.generated.length >= request.minTokens ? "stopToken" : undefined;
+        const ending = this.tokenEnding(request, token, request.generated.length);
         // As vLLM, the token that ends the answer is not part of its text unless asked for.
         const piece = ending !== undefined && !request.outputsStopToken ? "" : request.detokenizer.push(token);
         const text = request.stopStrings.push(piece, request.generated.length >= request.minTokens);
