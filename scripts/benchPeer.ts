@@ -1,5 +1,5 @@
 /**
- * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only]`
+ * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only] [--dtype f16|q8_0|q4_0] [--cpu-backend FILE]`
  *
  * Us against llama.cpp's own server, side by side in one run: the same serving benchmark (the demo
  * `small` model, 32 prompts of ~48 tokens, exactly 64 output tokens each with ignore_eos, the bench's
@@ -45,6 +45,11 @@
  * sequence, no serving loop — how far our prebuilt binaries are from llama-server's build before any
  * scheduling. `--kernels-only` measures just that.
  *
+ * `--cpu-backend FILE` runs our side (the kernel ceiling, IPC and HTTP) on a CPU backend compiled here
+ * (`bash scripts/build-cpu-backend.sh` prints its path) in place of node-llama-cpp's prebuilt one
+ * (cpuBackendSwap.ts): a diagnostic that separates what the prebuilt binary costs from what our serving
+ * loop costs. The product never does this.
+ *
  * A benchmark, not a test: do not run it next to other measurements.
  */
 import fs from "node:fs";
@@ -62,6 +67,7 @@ import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
+import {swapCpuBackend} from "./cpuBackendSwap.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
 
 const {values} = parseArgs({options: {
@@ -69,7 +75,8 @@ const {values} = parseArgs({options: {
     repeats: {type: "string", default: "3"},
     quick: {type: "boolean", default: false},
     ["kernels-only"]: {type: "boolean", default: false},
-    dtype: {type: "string"}
+    dtype: {type: "string"},
+    ["cpu-backend"]: {type: "string"}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -212,6 +219,16 @@ function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {tab
 }
 
 async function main(): Promise<void> {
+    const cpuBackend = values["cpu-backend"];
+    const restorePrebuilt = cpuBackend !== undefined ? swapCpuBackend(cpuBackend) : undefined;
+    try {
+        await compare(cpuBackend);
+    } finally {
+        restorePrebuilt?.();
+    }
+}
+
+async function compare(cpuBackend: string | undefined): Promise<void> {
     const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = await buildLlamaServer();
     const version = llamaServerVersion(binary);
@@ -224,13 +241,16 @@ async function main(): Promise<void> {
         `${workload.contextPerSequence} cells; ${repeats} repeat${repeats > 1 ? "s" : ""}, a fresh server/engine per run`);
     console.log(`llama-server ${version}: ${binary} -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs.join(" ")}; ` +
         "prefix cache off: cache_prompt: false in every request");
+    if (cpuBackend !== undefined)
+        console.log(`ours: node-llama-cpp on ${cpuBackend}, a CPU backend compiled here, not its prebuilt one (a diagnostic)`);
 
     const ceiling: KernelCeiling = await measureKernelCeiling({binary, modelPath, threads: workload.threads,
         text: kernelCeilingText, promptTokens: 480, outputTokens: 64, repeats: 5, temperature: workload.temperature});
     console.log(describeKernelCeiling(ceiling));
     if (values["kernels-only"] === true) {
         if (values.json !== undefined)
-            fs.writeFileSync(values.json, JSON.stringify({model: workload.model, model_path: modelPath, kernel_ceiling: ceiling}, null, 2) + "\n");
+            fs.writeFileSync(values.json, JSON.stringify({model: workload.model, model_path: modelPath, cpu_backend: cpuBackend ?? "prebuilt",
+                kernel_ceiling: ceiling}, null, 2) + "\n");
         return;
     }
 
@@ -308,7 +328,7 @@ async function main(): Promise<void> {
                 load_points: points.map((p) => ({concurrency: p.concurrency ?? null, request_rate: Number.isFinite(p.rate) ? p.rate : "inf"})),
                 llama_server: {binary, version, args: ["-m", "MODEL", "--host", "127.0.0.1", "--port", "P", ...llamaServerArgs],
                     prefix_cache_off: "cache_prompt: false in every request"},
-                ours: {engine_args: engineArgs, prefix_cache_off: "--prefix-cache off"}},
+                ours: {engine_args: engineArgs, prefix_cache_off: "--prefix-cache off", cpu_backend: cpuBackend ?? "prebuilt"}},
             kernel_ceiling: ceiling,
             results: rows,
             ratios,
