@@ -19,3 +19,21 @@ export type LlamaPromptProgress = {total: number, cache: number, processed: numb
 
 /** The fields on an answer or a chunk. */
 export type LlamaMeasureFields = {timings?: LlamaTimings, prompt_progress?: LlamaPromptProgress};
+
+/**
+ * The token counts in llama.cpp's `timings` on a streamed chunk or an answer (a client reading it: the monitoring
+ * proxy): the prompt is what was found cached plus what was evaluated. Undefined where there are none; llama.cpp's
+ * server and ours send them on the last chunk even when the client did not ask for `usage`.
+ */
+export function llamaTimingsCounts(value: unknown): {promptTokens: number, completionTokens: number} | undefined {
+    if (typeof value !== "object" || value === null || !("timings" in value))
+        return undefined;
+    const timings: unknown = value.timings;
+    if (typeof timings !== "object" || timings === null)
+        return undefined;
+    const {cache_n: cached, prompt_n: evaluated, predicted_n: predicted} = timings as Partial<Record<string, unknown>>;
+    const count = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+    if (!count(evaluated) || !count(predicted) || (cached !== undefined && !count(cached)))
+        return undefined;
+    return {promptTokens: (cached ?? 0) + evaluated, completionTokens: predicted};
+}

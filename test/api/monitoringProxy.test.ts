@@ -165,7 +165,15 @@ describe("monitoring proxy in front of `inference-monitor serve`", () => {
             assert.equal(through.headers.get("content-type"), sent!.contentType);
             assert.ok(received.length >= 3 && received.at(-1) === "[DONE]", received.join("\n"));
             assert.deepEqual(received, sseData(sent!.body));
-            assert.equal(tapped.manager.counters().requests.completed, 1);
+            // No usage asked for: the proxy takes the server's counts from llama.cpp's `timings` on the last chunk, not the
+            // number of chunks (a chunk may carry several tokens).
+            const counters = tapped.manager.counters();
+            assert.equal(counters.requests.completed, 1);
+            assert.equal(counters.generationTokens, 12);
+            const timings = sseData(sent!.body).filter((data) => data.includes("\"timings\""))
+                .map((data) => (JSON.parse(data) as {timings: {cache_n: number, prompt_n: number}}).timings).at(-1);
+            assert.ok(timings !== undefined && timings.prompt_n > 0);
+            assert.equal(counters.promptTokens, timings.cache_n + timings.prompt_n);
         } finally {
             await tapped.proxy.close();
             await relay.close();

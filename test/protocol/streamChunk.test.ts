@@ -43,3 +43,24 @@ test("the proxy's tap: each reasoning, content and tool-call chunk is a delivery
     assert.deepEqual(jsonTap.end(), {finishReason: "tool_calls", promptTokens: 5, completionTokens: 9, error: undefined});
     assert.deepEqual(whole, ["now{}"]);
 });
+
+test("the proxy's tap: without usage, llama.cpp's `timings` give the counts (cached + evaluated prompt); usage, when sent, wins", () => {
+    const sse = (...chunks: object[]): Buffer => Buffer.from(chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + "data: [DONE]\n\n");
+    const last = (timings: object) => ({choices: [{index: 0, text: "", finish_reason: "length"}], timings});
+    const timings = {cache_n: 3, prompt_n: 5, prompt_ms: 1, prompt_per_token_ms: 0.2, prompt_per_second: 5000,
+        predicted_n: 7, predicted_ms: 7, predicted_per_token_ms: 1, predicted_per_second: 1000};
+    const counts = (...chunks: object[]) => {
+        const tap = createTap("sse", () => undefined);
+        tap.write(sse(...chunks));
+        const end = tap.end();
+        return [end.promptTokens, end.completionTokens];
+    };
+    assert.deepEqual(counts(chat({content: "Hi"}), last(timings)), [8, 7]);
+    assert.deepEqual(counts(chat({content: "Hi"}), last({...timings, cache_n: undefined})), [5, 7], "a server without cache_n");
+    assert.deepEqual(counts(chat({content: "Hi"})), [undefined, undefined], "neither: the proxy counts chunks");
+    assert.deepEqual(counts(last({...timings, predicted_n: -1})), [undefined, undefined], "not counts");
+    assert.deepEqual(counts(last({...timings, prompt_n: "5"})), [undefined, undefined]);
+    const usage = {choices: [], usage: {prompt_tokens: 9, completion_tokens: 6, total_tokens: 15}};
+    assert.deepEqual(counts(usage, last(timings)), [9, 6], "timings after usage do not override it");
+    assert.deepEqual(counts(last(timings), usage), [9, 6]);
+});

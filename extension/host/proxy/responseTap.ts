@@ -11,6 +11,7 @@ import {anthropicTraffic, type AnthropicTraffic} from "../../../protocol/anthrop
 import {isObject} from "../../../protocol/validation.js";
 import {embeddingsUsage} from "../../../protocol/embeddingsApi.js";
 import {llamaCppAnswerContent} from "../../../protocol/llamaCppApi.js";
+import {llamaTimingsCounts} from "../../../protocol/llamaCppMeasures.js";
 
 export type TapEnd = {
     /** The server's finish reason, as it wrote it (`stop`, `length`, …). */
@@ -55,6 +56,8 @@ class SseTap implements ResponseTap {
     private readonly decoder = new TextDecoder();
     private readonly state: TapEnd = {finishReason: undefined, promptTokens: undefined, completionTokens: undefined, error: undefined};
     private readonly parser = createParser({onEvent: (event) => this.event(event)});
+    /** Whether the counts so far are `usage`'s, which `timings` never overrides. */
+    private countsFromUsage = false;
 
     constructor(private readonly onText: (text: string) => void) {}
 
@@ -71,8 +74,9 @@ class SseTap implements ResponseTap {
         if (event.data === "[DONE]")
             return;
         let chunk;
+        let value: unknown;
         try {
-            const value: unknown = JSON.parse(event.data);
+            value = JSON.parse(event.data);
             const anthropic = anthropicTraffic(value);
             if (anthropic !== undefined)
                 return this.anthropic(anthropic);
@@ -89,6 +93,15 @@ class SseTap implements ResponseTap {
         if (chunk.usage !== undefined) {
             this.state.promptTokens = chunk.usage.prompt_tokens;
             this.state.completionTokens = chunk.usage.completion_tokens;
+            this.countsFromUsage = true;
+        } else if (!this.countsFromUsage) {
+            // A stream without `usage` (the client did not ask) from llama.cpp's server or ours still has the server's
+            // counts in `timings`: better than counting chunks, which may carry several tokens each.
+            const counts = llamaTimingsCounts(value);
+            if (counts !== undefined) {
+                this.state.promptTokens = counts.promptTokens;
+                this.state.completionTokens = counts.completionTokens;
+            }
         }
     }
 
