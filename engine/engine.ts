@@ -1,4 +1,5 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
+import {randomInt} from "node:crypto";
 import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
@@ -64,7 +65,11 @@ type ActiveRequest = {
     maxTokens: number,
     temperature: number,
     topP: number | undefined,
-    seed: number | undefined,
+    /**
+     * The request's seed, else one drawn for it: node-llama-cpp's default is the current second, so requests with the
+     * same prompt in the same second (the choices of `n`) sampled the same tokens.
+     */
+    seed: number,
     /** Top-k, min-p, penalties, logit bias, the JSON grammar: set once the request is accepted. */
     sampling: ExtraSampling,
     ignoreEos: boolean,
@@ -362,7 +367,7 @@ export class Engine {
             maxTokens: request.maxTokens,
             temperature: request.temperature ?? defaultTemperature,
             topP: request.topP,
-            seed: request.seed,
+            seed: request.seed ?? randomInt(2 ** 31),
             sampling: {},
             ignoreEos: request.ignoreEos ?? false,
             reusePrefix: request.reusePrefix ?? true,
@@ -835,7 +840,7 @@ export class Engine {
                     temperature: request.temperature === 0 && request.sampling.xtc !== undefined
                         ? xtcGreedyTemperature : request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
-                    ...(request.seed !== undefined ? {seed: request.seed + request.generated.length} : {})
+                    seed: request.seed + request.generated.length
                 }, (token) => this.decodesAhead(request, token));
                 for await (const output of tokens) {
                     const t = nowMs();

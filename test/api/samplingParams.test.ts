@@ -95,6 +95,16 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         assert.deepEqual(completions.choices.map((choice) => choice.index), [0, 1]);
     });
 
+    test("without a seed every request draws its own: n choices differ, and so do two requests sent together", async () => {
+        // node-llama-cpp seeds with the current second by default: before each request drew its seed, these were all equal.
+        const body = {model: "m", messages: [{role: "user" as const, content: "Tell me a story"}], max_tokens: 12, temperature: 1};
+        const many = await api.openai.chat.completions.create({...body, n: 3});
+        assert.equal(new Set(many.choices.map((choice) => choice.message.content)).size, 3, JSON.stringify(many.choices));
+        const pair = await Promise.all([0, 1].map(async () => await api.openai.completions.create({model: "m", prompt: "Once upon a time",
+            max_tokens: 12, temperature: 1})));
+        assert.notEqual(pair[0].choices[0]!.text, pair[1].choices[0]!.text);
+    });
+
     test("logprobs without alternatives (the token's own probability, a cheaper path) equal those with alternatives", async () => {
         const messages = [{role: "user" as const, content: "Tell me a story"}];
         for (const sampling of [{temperature: 0}, {temperature: 1, seed: 5}] as Array<{temperature: number, seed?: number}>) {
