@@ -7,7 +7,7 @@
 import * as vscode from "vscode";
 import {generationInput} from "../host/chat/generationInput.js";
 import {newToolCallId} from "../host/chat/toolCallId.js";
-import {modelId} from "../host/openai/apiServer.js";
+import {servedModelId} from "../host/servedModelId.js";
 import {textOf, toChatMessages, toToolCallPart, toToolDefinitions} from "./chatMessages.js";
 import type {EngineController} from "./engineController.js";
 
@@ -59,8 +59,8 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
         const info = client?.info;
         if (client === undefined || info === undefined || client.state !== "ready")
             throw vscode.LanguageModelError.NotFound("no local model is running: run Inference Monitor: Start Model…");
-        if (modelId(info) !== model.id)
-            throw vscode.LanguageModelError.NotFound(`${model.id} is no longer running (now: ${modelId(info)})`);
+        if (servedModelId(info) !== model.id)
+            throw vscode.LanguageModelError.NotFound(`${model.id} is no longer running (now: ${servedModelId(info)})`);
         // modelOptions is free-form (`any` in VS Code's types): read only numbers from it.
         const modelOptions: Readonly<Record<string, unknown>> = options.modelOptions ?? {};
         const maxTokens = modelOptions.max_tokens ?? modelOptions.maxTokens;
@@ -114,7 +114,7 @@ export class LocalChatModelProvider implements vscode.LanguageModelChatProvider,
         // One sequence's cells are what a request may hold: its prompt plus what it generates.
         const perRequest = Math.max(1, Math.floor(info.contextSize / Math.max(1, info.parallel)));
         return {
-            id: modelId(info),
+            id: servedModelId(info),
             name: `${info.model.name} (local)`,
             family: info.model.architecture,
             version: info.model.quantization,

@@ -397,6 +397,9 @@ describe("OpenAI-compatible endpoint", () => {
         const line = response.body.split("\n").find((l) => l.startsWith("vllm:generation_tokens_total{"));
         assert.ok(line !== undefined, response.body.slice(0, 500));
         assert.equal(Number(line.split(" ").at(-1)), pipeline.manager.counters().generationTokens);
+        // As vLLM's, the model_name label is the served model's id, the one GET /v1/models gives.
+        const models = JSON.parse((await raw(server.port, "GET", "/v1/models")).body) as {data: Array<{id: string}>};
+        assert.match(line, new RegExp(`model_name="${models.data[0]!.id}"`));
     });
 });
 

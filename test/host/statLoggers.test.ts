@@ -238,7 +238,7 @@ describe("PrometheusStatLogger", () => {
         await prometheus.dispose();
     });
 
-    const base = {model_name: "tiny-test", engine: "0"};
+    const base = {model_name: "tiny", engine: "0"};
 
     function family(name: string, type: string): PromFamily {
         const found = families.get(name);
@@ -355,10 +355,10 @@ describe("PrometheusStatLogger", () => {
         for (const line of [
             "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.",
             "# TYPE vllm:prefix_cache_queries_total counter",
-            'vllm:prefix_cache_queries_total{model_name="tiny-test",engine="0"} 15',
+            'vllm:prefix_cache_queries_total{model_name="tiny",engine="0"} 15',
             "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.",
             "# TYPE vllm:prefix_cache_hits_total counter",
-            'vllm:prefix_cache_hits_total{model_name="tiny-test",engine="0"} 6'
+            'vllm:prefix_cache_hits_total{model_name="tiny",engine="0"} 6'
         ])
             assert.ok(exposition.split("\n").includes(line), `missing: ${line}`);
     });
@@ -369,7 +369,7 @@ describe("PrometheusStatLogger", () => {
             const manager = new StatsManager({now: () => T0, tickIntervalMs: 0, loggers: [logger]});
             manager.onEngineReady(engineInfo());
             const counter = async (name: string): Promise<number> =>
-                Number(indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny-test")!.value);
+                Number(indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny")!.value);
             assert.equal(await counter("vllm:prefix_cache_queries_total"), 0);
             assert.equal(await counter("vllm:prefix_cache_hits_total"), 0);
             const feed = new StepFeeder(manager);
@@ -395,7 +395,7 @@ describe("PrometheusStatLogger", () => {
             const manager = new StatsManager({now: () => T0, tickIntervalMs: 0, loggers: [logger]});
             manager.onEngineReady(engineInfo({vramUsedBytes: 891289600, vramTotalBytes: 150754820096}));
             const gauge = async (name: string): Promise<string | undefined> =>
-                indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny-test")?.value;
+                indexFamilies(await logger.metricsText()).get(name)!.metrics.find((s) => s.labels?.model_name === "tiny")?.value;
             assert.equal(await gauge("vllm:vram_used_bytes"), "891289600");
             assert.equal(await gauge("vllm:vram_total_bytes"), "150754820096");
         } finally {
@@ -462,9 +462,9 @@ describe("PrometheusStatLogger", () => {
             assert.deepEqual(Object.keys(prompt).filter((le) => le !== "+Inf").map(Number).sort((a, b) => a - b), [1, 2, 5, 10, 20, 50, 100]);
             const buckets = indexFamilies(text, true).get("vllm:request_prompt_tokens_bucket")!.metrics;
             assert.deepEqual(buckets.find((s) => s.labels?.le === "1" && s.labels.model_name === "unknown")?.value, "1", "the early request, replayed");
-            assert.deepEqual(buckets.find((s) => s.labels?.le === "1" && s.labels.model_name === "tiny-test")?.value, "0");
+            assert.deepEqual(buckets.find((s) => s.labels?.le === "1" && s.labels.model_name === "tiny")?.value, "0");
             assert.deepEqual(parsed.get("vllm:num_requests_running")!.metrics, [{value: "3", labels: base}], "stale model_name gauges removed");
-            assert.equal(parsed.get("vllm:request_success_total")!.metrics.length, 5, "4 reasons for tiny-test, the early error for unknown");
+            assert.equal(parsed.get("vllm:request_success_total")!.metrics.length, 5, "4 reasons for tiny, the early error for unknown");
         } finally {
             await logger.dispose();
         }

@@ -27,7 +27,7 @@
  * `Authorization: Bearer KEY` (checked in constant time).
  */
 import http from "node:http";
-import path from "node:path";
+import {servedModelId} from "../servedModelId.js";
 import {parseChatCompletionRequest, parseCompletionRequest, type ModelList} from "../../../protocol/openaiApi.js";
 import {apiErrorBody, ApiRequestError} from "../../../protocol/openaiFields.js";
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
@@ -284,8 +284,8 @@ export class ApiServer {
             requireMethod(method, ["GET", "HEAD"]);
             const info = this.readyEngine()?.info;
             const id = decodedSegment(pathname.slice("/v1/models/".length));
-            if (info === undefined || id !== modelId(info))
-                throw new ApiRequestError(`the model ${JSON.stringify(id).slice(0, 200)} does not exist${info !== undefined ? ` (this server runs ${modelId(info)})` : ""}`,
+            if (info === undefined || id !== servedModelId(info))
+                throw new ApiRequestError(`the model ${JSON.stringify(id).slice(0, 200)} does not exist${info !== undefined ? ` (this server runs ${servedModelId(info)})` : ""}`,
                     "model", 404, "invalid_request_error", "model_not_found");
             sendJson(response, 200, modelObject(info));
             return;
@@ -297,7 +297,7 @@ export class ApiServer {
         if (pathname === "/props") {
             requireMethod(method, ["GET", "HEAD"]);
             const {client, info} = this.engineForProps();
-            return sendJson(response, 200, await llamaCppProps(client, info, modelId(info), this.options.metrics !== undefined));
+            return sendJson(response, 200, await llamaCppProps(client, info, servedModelId(info), this.options.metrics !== undefined));
         }
         if (pathname === "/slots") {
             requireMethod(method, ["GET", "HEAD"]);
@@ -338,7 +338,7 @@ export class ApiServer {
                 "server_error", state === "loading" ? "model_loading" : "engine_unavailable");
         }
         const context = {
-            client, info: client.info, modelId: modelId(client.info), request, response,
+            client, info: client.info, modelId: servedModelId(client.info), request, response,
             clientLabel: clientLabel({userAgent: request.headers["user-agent"], title: firstHeader(request.headers["x-title"])}, keyName),
             maxWaiting: this.options.maxWaiting ?? defaultMaxWaiting,
             ssePingIntervalMs: (parseSsePingInterval(body) ?? this.options.ssePingIntervalS ?? defaultSsePingIntervalS) * 1000
@@ -384,7 +384,7 @@ export class ApiServer {
         if (pathname === "/api/tags" || pathname === "/api/ps") {
             requireMethod(method, ["GET", "HEAD"]);
             const entry = pathname === "/api/tags" ? ollamaTagsEntry : ollamaRunningEntry;
-            return sendJson(response, 200, {models: info === undefined ? [] : [await entry(info, modelId(info))]});
+            return sendJson(response, 200, {models: info === undefined ? [] : [await entry(info, servedModelId(info))]});
         }
         if (pathname === "/api/show") {
             requireMethod(method, ["POST"]);
@@ -407,14 +407,10 @@ export class ApiServer {
 
 /** The loaded model as OpenAI's model object (vLLM's `max_model_len` added). */
 function modelObject(info: EngineInfo): ModelList["data"][number] {
-    return {id: modelId(info), object: "model", created: Math.floor((Date.now() - info.loadMs) / 1000), owned_by: "inference-monitor",
+    return {id: servedModelId(info), object: "model", created: Math.floor((Date.now() - info.loadMs) / 1000), owned_by: "inference-monitor",
         max_model_len: info.contextSize};
 }
 
-/** The model's id in the API: its file name without `.gguf` (stable across restarts, unlike a path). */
-export function modelId(info: EngineInfo): string {
-    return path.basename(info.model.path).replace(/\.gguf$/i, "");
-}
 
 /** A percent-encoded path segment, decoded; a malformed one stays as sent (it names no model either way). */
 function decodedSegment(segment: string): string {

@@ -3,6 +3,7 @@ import {finishReasons} from "../../../../protocol/engineMessages.js";
 import {engineStateNames} from "../../../../protocol/statsView.js";
 import {MetricsHttpServer} from "./metricsHttpServer.js";
 import {VllmMetrics, type BaseLabel} from "./prometheusMetrics.js";
+import {servedModelId} from "../../servedModelId.js";
 import type {EngineInfo} from "../../../../protocol/engineMessages.js";
 import type {RequestLifecycle} from "../../../../protocol/requestLifecycle.js";
 import type {RejectedMessage} from "../../engineClient/engineObserver.js";
@@ -16,7 +17,7 @@ export type PrometheusStatLoggerOptions = {
     host?: string,
     /** Serve HTTP at all; false = only `metrics()` (e.g. to mount on another server). Default true. */
     serve?: boolean,
-    /** The `model_name` label. Default: the engine's model name once it is ready ("unknown" before). */
+    /** The `model_name` label. Default: the engine's served model id (servedModelId.ts) once it is ready ("unknown" before). */
     modelName?: string,
     /** Top of the prompt/generation length buckets. Default: the engine's context size at its first `ready`. */
     maxModelLen?: number,
@@ -88,8 +89,8 @@ export class PrometheusStatLogger implements StatLogger {
 
     recordEngine(info: EngineInfo, maxModelLen: number): void {
         const m = this.metrics;
-        if (this.fixedModelName === undefined && info.model.name !== this.labels.model_name)
-            this.relabel(info.model.name);
+        if (this.fixedModelName === undefined && servedModelId(info) !== this.labels.model_name)
+            this.relabel(servedModelId(info));
         this.initializeSeries(this.labels);
         // Our KV cache is cells, one token each: blocks of size 1.
         if (this.cacheConfigLabels !== undefined)
