@@ -6,6 +6,7 @@ import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
 import {BenchTargetError, type HttpTargetOptions} from "../extension/host/bench/openaiHttpTarget.js";
 import {EngineLoadError} from "../extension/host/engineClient/engineClient.js";
 import {PortInUseError} from "../extension/host/net/listen.js";
+import {servedModelId} from "../extension/host/servedModelId.js";
 import {benchCommandLine, benchOptionsFrom} from "./benchArgs.js";
 import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
@@ -41,7 +42,8 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
                 prefix_cache: run.info.prefixCache ? "on" : "off",
                 prompt_cache_mib: run.info.promptCacheMiB,
                 prefill_chunk_tokens: run.info.prefillChunkTokens,
-                model_name: run.info.model.name,
+                // The served model id, as the HTTP target's (its /v1/models id) and vLLM's `model_id`.
+                model_name: servedModelId(run.info),
                 model_path: run.info.model.path,
                 backend: run.info.backend,
                 num_prompts: options.numPrompts,

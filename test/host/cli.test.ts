@@ -78,6 +78,7 @@ describe("inference-monitor bench", () => {
                 assert.equal(result.prefill_chunk_tokens, chunk);
                 assert.match(run.stdout, new RegExp(`· prefill chunk ${chunk} tokens\n`));
                 assert.equal(result.backend, expectedBackend());
+                assert.equal(result.model_name, path.basename(await tinyModelPath(), ".gguf"), "the served model id, as over HTTP");
                 if (stats === "on") {
                     assert.equal(result.stats_agree, true);
                     // The engine served the 2 warm-ups too: 8 requests of 9 tokens.
