@@ -1,5 +1,6 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
 import {randomInt} from "node:crypto";
+import {samplerSeed} from "./samplerSeed.js";
 import {nowMs} from "../common/clock.js";
 import {checkEngineOptions, defaultEngineOptions, defaultPrefillChunkTokens, type EngineOptions} from "../protocol/engineOptions.js";
 import {loadModel, type LoadedModel} from "./modelLoader.js";
@@ -126,6 +127,7 @@ type ActiveRequest = {
 };
 
 const defaultTemperature = 0.8;
+
 
 /**
  * Serves generation requests on one node-llama-cpp context: a priority waiting queue, N sequences
@@ -840,7 +842,7 @@ export class Engine {
                     temperature: request.temperature === 0 && request.sampling.xtc !== undefined
                         ? xtcGreedyTemperature : request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
-                    seed: request.seed + request.generated.length
+                    seed: samplerSeed(request.seed + request.generated.length)
                 }, (token) => this.decodesAhead(request, token));
                 for await (const output of tokens) {
                     const t = nowMs();

@@ -105,6 +105,16 @@ describe("OpenAI-compatible endpoint: sampling fields", () => {
         assert.notEqual(pair[0].choices[0]!.text, pair[1].choices[0]!.text);
     });
 
+    test("any integer seed, as vLLM's: negative ones are seeds of their own, and each repeats", async () => {
+        // node-llama-cpp turns a negative seed into 0: before samplerSeed.ts, -1, -2 and 0 sampled alike.
+        const text = async (seed: number) => (await api.openai.completions.create({model: "m", prompt: "Once upon a time", max_tokens: 12,
+            temperature: 1, seed})).choices[0]!.text;
+        const [minusOne, minusTwo, zero] = [await text(-1), await text(-2), await text(0)];
+        assert.equal(new Set([minusOne, minusTwo, zero]).size, 3, JSON.stringify([minusOne, minusTwo, zero]));
+        assert.equal(await text(-1), minusOne, "-1 is a seed, not llama.cpp's 'random'");
+        assert.equal(await text(2 ** 40 + 3), await text(2 ** 40 + 3));
+    });
+
     test("logprobs without alternatives (the token's own probability, a cheaper path) equal those with alternatives", async () => {
         const messages = [{role: "user" as const, content: "Tell me a story"}];
         for (const sampling of [{temperature: 0}, {temperature: 1, seed: 5}] as Array<{temperature: number, seed?: number}>) {
