@@ -128,7 +128,6 @@ type ActiveRequest = {
 
 const defaultTemperature = 0.8;
 
-
 /**
  * Serves generation requests on one node-llama-cpp context: a priority waiting queue, N sequences
  * evaluated together (node-llama-cpp batches concurrent sequence evaluations), streamed text, the

@@ -411,7 +411,6 @@ function modelObject(info: EngineInfo): ModelList["data"][number] {
         max_model_len: info.contextSize};
 }
 
-
 /** A percent-encoded path segment, decoded; a malformed one stays as sent (it names no model either way). */
 function decodedSegment(segment: string): string {
     try {

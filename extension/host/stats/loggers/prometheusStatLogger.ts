@@ -89,8 +89,9 @@ export class PrometheusStatLogger implements StatLogger {
 
     recordEngine(info: EngineInfo, maxModelLen: number): void {
         const m = this.metrics;
-        if (this.fixedModelName === undefined && servedModelId(info) !== this.labels.model_name)
-            this.relabel(servedModelId(info));
+        const modelName = servedModelId(info);
+        if (this.fixedModelName === undefined && modelName !== this.labels.model_name)
+            this.relabel(modelName);
         this.initializeSeries(this.labels);
         // Our KV cache is cells, one token each: blocks of size 1.
         if (this.cacheConfigLabels !== undefined)
