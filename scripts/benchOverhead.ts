@@ -1,12 +1,14 @@
 /**
- * `npm run bench:overhead -- [--pairs N] [--modes process,inProcess] [--num-prompts N] [--random-range-ratio R] [--json FILE]`
+ * `npm run bench:overhead -- [--pairs N] [--modes process,inProcess] [--num-prompts N] [--random-range-ratio R]
+ *     [--max-concurrency N] [--json FILE]`
  *
  * The seed's headline experiment, ours: the serving benchmark with stats OFF (no stats worker, no
  * StatsManager, no loggers — vLLM's --disable-log-stats) and ON (1 s snapshots, StatsManager, the log
  * line, Prometheus /metrics scraped every second, and a simulated panel subscribed at 4 Hz), as
- * interleaved pairs in one run, so machine noise hits both alike. Prints the median ratios
- * (targets: output throughput on/off >= 0.99, P99 ITL on/off <= 1.03), each with its 95 % order-statistic
- * interval (medianInterval.ts). A benchmark, not a test.
+ * interleaved pairs in one run, so machine noise hits both alike. By default every request is sent at
+ * once; `--max-concurrency 1` sends one at a time, where each token's delivery is most exposed. Prints the
+ * median ratios (targets: output throughput on/off >= 0.99, P99 ITL on/off <= 1.03), each with its 95 %
+ * order-statistic interval (medianInterval.ts). A benchmark, not a test.
  */
 import fs from "node:fs";
 import http from "node:http";
@@ -25,6 +27,7 @@ const {values} = parseArgs({options: {
     "input-len": {type: "string", default: "32"},
     "output-len": {type: "string", default: "64"},
     "random-range-ratio": {type: "string", default: "0"},
+    "max-concurrency": {type: "string"},
     "demo-size": {type: "string", default: "small"},
     "json": {type: "string"}
 }, strict: true});
@@ -62,6 +65,7 @@ async function scrape(url: string): Promise<number> {
 async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
     const args = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
         "--random-range-ratio", values["random-range-ratio"], "--demo-size", values["demo-size"], "--stats", stats ? "on" : "off", "--stats-interval-ms", "1000", "--no-progress",
+        ...(values["max-concurrency"] === undefined ? [] : ["--max-concurrency", values["max-concurrency"]]),
         ...(mode === "inProcess" ? ["--in-process"] : [])];
     const options = parseBenchArgs(args, false);
     let scraper: NodeJS.Timeout | undefined;
@@ -101,7 +105,7 @@ async function main(): Promise<void> {
     const pairs = Number(values.pairs);
     const modes = values.modes.split(",") as EngineMode[];
     const report: Record<string, unknown> = {pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"], outputLen: values["output-len"],
-        rangeRatio: values["random-range-ratio"], model: values["demo-size"]}};
+        rangeRatio: values["random-range-ratio"], maxConcurrency: values["max-concurrency"] ?? "all", model: values["demo-size"]}};
     for (const mode of modes) {
         const throughputRatios: number[] = [];
         const p99ItlRatios: number[] = [];
