@@ -42,6 +42,7 @@ import {DeltaPublisher, type StatsListener, type SubscribeOptions, type ViewScal
 import {EngineStateTracker} from "./engineStateTracker.js";
 import type {StatLogger} from "./loggers/statLogger.js";
 import {MetricStore} from "./metricStore.js";
+import {QuietMoments} from "./quietMoments.js";
 import {RingBuffer} from "./ringBuffer.js";
 import {SlidingWindowSum} from "./slidingWindow.js";
 import {resolveStatsManagerOptions, type ResolvedStatsManagerOptions, type StatsManagerOptions} from "./statsManagerOptions.js";
@@ -102,10 +103,13 @@ export class StatsManager implements EngineObserver {
     private nextSampleAt: number;
     private timer: NodeJS.Timeout | undefined;
     private disposed = false;
+    /** The timer's ticks and `/metrics` renders run right after a step's delivery, not in the middle of one. */
+    private readonly quiet: QuietMoments;
 
     constructor(options: StatsManagerOptions = {}) {
         this.options = resolveStatsManagerOptions(options);
         this.now = this.options.now;
+        this.quiet = new QuietMoments({onError: this.options.onError});
         this.engine = new EngineStateTracker(this.options.stallThresholdMs);
         this.metrics = new MetricStore(this.options.maxWindowValues, this.options.percentileWindowMs);
         this.clients = this.newClientTable();
@@ -132,7 +136,10 @@ export class StatsManager implements EngineObserver {
         for (const logger of options.loggers ?? [])
             this.addLogger(logger);
         if (this.options.tickIntervalMs > 0) {
-            this.timer = setInterval(() => this.tick(), this.options.tickIntervalMs);
+            this.timer = setInterval(() => {
+                if (this.quiet.pendingCount === 0)
+                    this.quiet.run(() => this.tick());
+            }, this.options.tickIntervalMs);
             this.timer.unref();
         }
     }
@@ -169,6 +176,7 @@ export class StatsManager implements EngineObserver {
 
     /** One engine step (or host-side lifecycle change): the ledger, the metrics, then each logger's `record`. */
     onOutputs(step: EngineStep): void {
+        this.quiet.onStep();
         const now = this.now();
         const iteration = step.iteration;
         for (const lifecycle of iteration.arrived)
@@ -263,9 +271,14 @@ export class StatsManager implements EngineObserver {
 
     // ---- periodic -----------------------------------------------------------------------------
 
+    /** Resolves right after the next step's delivery, or at once while the engine is idle (quietMoments.ts). */
+    async quietMoment(): Promise<void> {
+        await this.quiet.next();
+    }
+
     /**
      * Takes a time-series sample when one is due, hands the loggers the current gauges and sends due
-     * deltas. Runs on the manager's timer (`tickIntervalMs`), or call it yourself.
+     * deltas. Runs on the manager's timer (`tickIntervalMs`) at its next quiet moment, or call it yourself.
      */
     tick(): void {
         if (this.disposed)
@@ -414,6 +427,7 @@ export class StatsManager implements EngineObserver {
         this.disposed = true;
         if (this.timer !== undefined)
             clearInterval(this.timer);
+        this.quiet.flush();
         await Promise.all(this.loggers.map(async (logger) => {
             try {
                 await logger.dispose();

@@ -66,7 +66,10 @@ export class StatsPipeline implements StatsSession {
             await this.mountedPrometheus.replace(logger);
         }
         const registry = logger.registry;
-        return async () => ({contentType: registry.contentType, body: await registry.metrics()});
+        return async () => {
+            await this.manager.quietMoment();
+            return {contentType: registry.contentType, body: await registry.metrics()};
+        };
     }
 
     attach(client: EngineClient): void {
@@ -102,7 +105,9 @@ export class StatsPipeline implements StatsSession {
             await this.prometheus.replace(undefined);
             this.applied.prometheusPort = 0;
             if (settings.prometheusPort > 0) {
-                await this.prometheus.replace(this.primed(await PrometheusStatLogger.start({port: settings.prometheusPort})));
+                await this.prometheus.replace(this.primed(await PrometheusStatLogger.start({
+                    port: settings.prometheusPort, beforeRender: async () => await this.manager.quietMoment()
+                })));
                 this.applied.prometheusPort = settings.prometheusPort;
             }
         }

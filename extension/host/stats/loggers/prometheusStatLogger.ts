@@ -27,7 +27,9 @@ export type PrometheusStatLoggerOptions = {
      * Families shared with other loggers (one per engine or watched server, each with its own `engine`
      * label), rendered together by `registry.metrics()` of the shared registry. Default: its own.
      */
-    sharedMetrics?: VllmMetrics
+    sharedMetrics?: VllmMetrics,
+    /** Awaited before each render of the endpoint: StatsPipeline waits for a quiet moment (quietMoments.ts). */
+    beforeRender?: () => Promise<void>
 };
 
 const maxPendingLengths = 10_000;
@@ -68,7 +70,10 @@ export class PrometheusStatLogger implements StatLogger {
         const logger = new PrometheusStatLogger(options);
         if (options.serve ?? true)
             logger.server = await MetricsHttpServer.listen(options.host ?? "127.0.0.1", options.port ?? 0,
-                async () => ({contentType: logger.registry.contentType, body: await logger.registry.metrics()}));
+                async () => {
+                    await options.beforeRender?.();
+                    return {contentType: logger.registry.contentType, body: await logger.registry.metrics()};
+                });
         return logger;
     }
 
