@@ -2,6 +2,8 @@
 import type {CliOption} from "./commandLine.js";
 import {defaultEngineOptions, defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../protocol/engineOptions.js";
 import {choiceValue, integerValue} from "./optionValues.js";
+import {UsageError} from "./commandLine.js";
+import {maxLoraAdapters, maxLoraScale, type LoraAdapter} from "../protocol/loraAdapters.js";
 
 /** `--prefix-cache on|off`: EngineOptions.prefixCache (protocol/engineOptions.ts). */
 export const prefixCacheFlag = {
@@ -47,4 +49,34 @@ export const gpuFlag = {
 /** EngineOptions.gpu from `--gpu`; throws UsageError for anything else. */
 export function gpuValue(raw: string | undefined): GpuSetting {
     return choiceValue("gpu", raw, gpuSettings, defaultEngineOptions.gpu);
+}
+
+/** `--lora FILE[,FILE…]`: EngineOptions.loraAdapters at scale 1, as llama-server's flag. */
+export const loraFlag = {
+    type: "string", placeholder: "FILE[,FILE…]",
+    description: "LoRA adapters (GGUF) applied to every request at scale 1, as llama-server's --lora; GET /lora-adapters lists them"
+} as const satisfies CliOption;
+
+/** `--lora-scaled FILE:SCALE[,…]`: EngineOptions.loraAdapters with their scales, as llama-server's flag. */
+export const loraScaledFlag = {
+    type: "string", placeholder: "FILE:SCALE[,…]",
+    description: "LoRA adapters with their scales, as llama-server's --lora-scaled (after any --lora ones)"
+} as const satisfies CliOption;
+
+/** EngineOptions.loraAdapters from `--lora` and `--lora-scaled` (undefined: none); throws UsageError for a bad entry. */
+export function loraAdaptersValue(lora: string | undefined, loraScaled: string | undefined): LoraAdapter[] | undefined {
+    const entries = (raw: string | undefined): string[] => raw === undefined ? [] : raw.split(",").map((entry) => entry.trim());
+    const adapters: LoraAdapter[] = entries(lora).map((path) => ({path, scale: 1}));
+    for (const entry of entries(loraScaled)) {
+        const colon = entry.lastIndexOf(":");
+        const scale = colon < 0 || entry.slice(colon + 1).trim() === "" ? NaN : Number(entry.slice(colon + 1));
+        if (!Number.isFinite(scale) || Math.abs(scale) > maxLoraScale)
+            throw new UsageError(`--lora-scaled takes FILE:SCALE with a number within ±${maxLoraScale}, got ${JSON.stringify(entry)}`);
+        adapters.push({path: entry.slice(0, colon), scale});
+    }
+    if (adapters.some((adapter) => adapter.path === ""))
+        throw new UsageError("--lora and --lora-scaled take file paths, comma-separated; one is empty");
+    if (adapters.length > maxLoraAdapters)
+        throw new UsageError(`at most ${maxLoraAdapters} LoRA adapters, got ${adapters.length}`);
+    return adapters.length === 0 ? undefined : adapters;
 }

@@ -4,9 +4,11 @@ import {defaultSsePingIntervalS} from "../extension/host/net/eventStream.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
-    gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
+    gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue,
+    promptCacheFlag, promptCacheValue
 } from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
+import type {LoraAdapter} from "../protocol/loraAdapters.js";
 import {directoryValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
 /** Read when --api-key is absent, so a key need not appear in the process list. */
@@ -27,6 +29,8 @@ export const serveCommandLine = {
         "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
         "gpu": gpuFlag,
+        "lora": loraFlag,
+        "lora-scaled": loraScaledFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
         "sse-ping-interval": {type: "string", placeholder: "S", description: `seconds a stream may stay silent (waiting, evaluating a long prompt) before a keep-alive comment; -1 = never (default ${defaultSsePingIntervalS})`},
@@ -39,7 +43,7 @@ export const serveCommandLine = {
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
     prefixCache: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number,
-    ssePingIntervalS: number, inProcess: boolean, slotSavePath?: string
+    ssePingIntervalS: number, inProcess: boolean, slotSavePath?: string, loraAdapters?: LoraAdapter[]
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -65,6 +69,8 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 16, 1 << 22);
+    const loraAdapters = loraAdaptersValue(values.lora, values["lora-scaled"]);
+    if (loraAdapters !== undefined) options.loraAdapters = loraAdapters;
     if (values["slot-save-path"] !== undefined) options.slotSavePath = directoryValue("slot-save-path", values["slot-save-path"]);
     return options;
 }

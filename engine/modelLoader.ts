@@ -1,9 +1,12 @@
 import os from "node:os";
+import path from "node:path";
 import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type LlamaGrammarEvaluationStateClass, type TokenBiasClass} from "./llamaTypes.js";
 import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
+import type {LoraAdapter} from "../protocol/loraAdapters.js";
 import type {EngineInfo, GpuBackend} from "../protocol/engineMessages.js";
 import {ensureDemoModel} from "./model/demoModel.js";
 import {validateModelFile} from "./model/validateModel.js";
+import {checkLoraAdapterFile} from "./model/loraAdapterFile.js";
 import {warmUpModel} from "./modelWarmUp.js";
 import {installSampleAhead} from "./sampleAhead.js";
 import {hasChatTemplate} from "./promptRenderer.js";
@@ -58,11 +61,12 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     // An absurd training context (validateModelFile treats it as unknown) must not cap the context: 2^32 − 1 reads as −1.
     const trainContextLength = validated.contextLength ?? Infinity;
     const contextSize = Math.min(options.contextSize ?? defaultEngineOptions.contextSize, trainContextLength);
+    const loraAdapters = await checkedLoraAdapters(options.loraAdapters ?? []);
     let context: LlamaContext;
     let decodePairCost: DecodePairCost | undefined;
     try {
         context = await loadingWithLlamaErrors(llama, errorLevels, () =>
-            model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}}));
+            model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}, ...loraOption(loraAdapters)}));
         installSampleAhead(context);
         await warmUpModel(model, context);
         decodePairCost = await measureDecodePairCost(model, context);
@@ -109,9 +113,27 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             prefixCache,
             // Saved states are whole sequences' KV caches, restored and then cut after the shared prefix: prefix caching's precondition.
             promptCacheMiB: prefixCache ? options.promptCacheMiB ?? defaultEngineOptions.promptCacheMiB : 0,
+            loraAdapters,
             loadMs: nowMs() - started
         }
     };
+}
+
+/** The adapters with absolute paths, each checked to be a LoRA adapter file (loraAdapterFile.ts). */
+async function checkedLoraAdapters(adapters: readonly LoraAdapter[]): Promise<LoraAdapter[]> {
+    const checked: LoraAdapter[] = [];
+    for (const adapter of adapters) {
+        const file = path.resolve(adapter.path);
+        await checkLoraAdapterFile(file).catch((error: unknown) => {
+            throw new Error(`LoRA adapter ${file}: ${errorMessage(error)}`, {cause: error});
+        });
+        checked.push({path: file, scale: adapter.scale});
+    }
+    return checked;
+}
+
+function loraOption(adapters: readonly LoraAdapter[]): {lora?: {adapters: Array<{filePath: string, scale: number}>}} {
+    return adapters.length === 0 ? {} : {lora: {adapters: adapters.map(({path: filePath, scale}) => ({filePath, scale}))}};
 }
 
 // ---------------------------------------------------------------------------------------------

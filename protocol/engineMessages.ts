@@ -10,6 +10,7 @@ import {
     ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
     isObject, optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
 } from "./validation.js";
+import {parseLoraAdapters, type LoraAdapter} from "./loraAdapters.js";
 
 export const finishReasons = ["stop", "length", "abort", "error"] as const;
 export type FinishReason = typeof finishReasons[number];
@@ -386,6 +387,8 @@ export type EngineInfo = {
     promptCacheMiB: number,
     /** Chunked prefill's budget in effect: prompt tokens per step while other requests decode (EngineOptions.prefillChunkTokens). */
     prefillChunkTokens: number,
+    /** The LoRA adapters applied to every request (EngineOptions.loraAdapters); empty: none. */
+    loraAdapters: LoraAdapter[],
     statsIntervalMs: number,
     loadMs: number
 };
@@ -926,6 +929,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         prefixCache: expectBoolean(obj, "prefixCache", "info"),
         promptCacheMiB: expectInteger(obj, "promptCacheMiB", "info"),
         prefillChunkTokens: expectInteger(obj, "prefillChunkTokens", "info"),
+        loraAdapters: parseLoraAdapters(obj, "loraAdapters", "info"),
         statsIntervalMs: expectNumber(obj, "statsIntervalMs", "info"),
         loadMs: expectNumber(obj, "loadMs", "info")
     };

@@ -1,4 +1,5 @@
 import type {GpuBackend, GpuFallback} from "./engineMessages.js";
+import {checkLoraAdapters, type LoraAdapter} from "./loraAdapters.js";
 
 /** Sizes of the built-in demo model (see engine/model/demoModel.ts). */
 export const demoModelSizeNames = ["tiny", "small", "medium"] as const;
@@ -79,6 +80,11 @@ export type EngineOptions = {
      * every sequence is busy. Preempted requests always go back in line. Default 1024.
      */
     maxWaitingRequests?: number,
+    /**
+     * LoRA adapters (GGUF files made for this model), applied to every request with their scales, as llama-server's
+     * `--lora` / `--lora-scaled` (protocol/loraAdapters.ts). Default none.
+     */
+    loraAdapters?: LoraAdapter[],
     /** Stats snapshot interval in ms. Default 1000; 0 turns the stats worker off entirely. */
     statsIntervalMs?: number,
     /** Where the stats worker connects. Required when `statsIntervalMs` > 0. */
@@ -144,6 +150,8 @@ export function checkEngineOptions(options: EngineOptions): void {
     const maxWaiting = options.maxWaitingRequests;
     if (maxWaiting !== undefined && (!Number.isInteger(maxWaiting) || maxWaiting < 0 || maxWaiting > 1 << 20))
         throw new RangeError(`maxWaitingRequests must be an integer between 0 and ${1 << 20}, got ${maxWaiting}`);
+    if (options.loraAdapters !== undefined)
+        checkLoraAdapters(options.loraAdapters);
     if (options.statsIntervalMs !== undefined && (!Number.isFinite(options.statsIntervalMs) || options.statsIntervalMs < 0))
         throw new RangeError(`statsIntervalMs must be >= 0, got ${options.statsIntervalMs}`);
     if ((options.statsIntervalMs ?? defaultEngineOptions.statsIntervalMs) > 0 && options.statsChannel === undefined)

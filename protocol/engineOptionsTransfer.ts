@@ -1,6 +1,7 @@
 import {demoModelSizeNames, gpuSettings, type EngineOptions} from "./engineOptions.js";
 import {ProtocolError, expectObject, expectOneOf, optionalBoolean, optionalInteger, optionalNumber, optionalString} from "./validation.js";
 import {gpuBackends, parseGpuFallbacks} from "./engineMessages.js";
+import {parseLoraAdapters} from "./loraAdapters.js";
 
 /** Environment variable carrying the engine options (JSON) to a spawned engine process. */
 export const engineOptionsEnv = "INFERENCE_MONITOR_ENGINE_OPTIONS";
@@ -52,6 +53,8 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (prefixCache !== undefined) options.prefixCache = prefixCache;
     const promptCacheMiB = optionalInteger(obj, "promptCacheMiB", what);
     if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
+    if (obj.loraAdapters !== undefined)
+        options.loraAdapters = parseLoraAdapters(obj, "loraAdapters", what);
     const statsIntervalMs = optionalNumber(obj, "statsIntervalMs", what);
     if (statsIntervalMs !== undefined) options.statsIntervalMs = statsIntervalMs;
     const allowDebugRequests = optionalBoolean(obj, "allowDebugRequests", what);

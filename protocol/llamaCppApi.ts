@@ -9,8 +9,9 @@
  * `top_k`, `top_p`, `min_p`, `seed` (−1: random), `stop`, `stream`, `ignore_eos`, the penalties (`repeat_penalty`,
  * `repeat_last_n`, `presence_penalty`, `frequency_penalty`), `logit_bias` (an object of token ids), `json_schema`,
  * `grammar` (GBNF; and vLLM's `structured_outputs`: grammarFields.ts), `n_indent`, `t_max_predict_ms`, `id_slot` (the
- * sequence to run on: parseIdSlot), and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). Settings of
- * llama-server's own machinery (`samplers`, `t_max_prompt_ms`, `lora`) are ignored; samplers node-llama-cpp lacks
+ * sequence to run on: parseIdSlot), and the DRY and XTC samplers (`dry_*`, `xtc_*`: llamaCppSamplers.ts). `lora` is
+ * checked against the server's adapters before the body is read here (loraAdapters.ts). Settings of llama-server's
+ * own machinery (`samplers`, `t_max_prompt_ms`) are ignored; samplers node-llama-cpp lacks
  * (`typical_p`, `mirostat`, …) too, said once (ignoredSamplingFields.ts). `return_tokens` fills a whole answer's
  * `tokens` with the generated ids (a stream's pieces carry theirs always, as llama-server's). `return_progress` streams
  * the prompt's evaluation before the first token, `timings_per_token` the request's `timings` in every piece

@@ -202,6 +202,11 @@ const CONTROL_TOKEN_COUNT = 3;
 /** The byte-fallback tokens `<0x00>`…`<0xFF>` come right after them. */
 const BYTE_TOKEN_COUNT = 256;
 
+/** The first token ids whose output rows are zero, so practically never sampled: the control tokens, and with `textOnly` the bytes. */
+export function demoNeverSampledTokens(textOnly: boolean): number {
+    return CONTROL_TOKEN_COUNT + (textOnly ? BYTE_TOKEN_COUNT : 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // sizes
 
@@ -411,7 +416,7 @@ export function demoModelGgufSpec(opts: DemoModelOptions = {}): DemoModelGgufSpe
         // Zero output rows for <unk>, <s>, </s>: their logit is always 0 while the others are ~N(0, 1), so
         // top-k / greedy decoding practically never ends a request early and lengths stay predictable.
         // With textOnly, the byte-fallback tokens (the next 256 ids) too.
-        const zeroRows = CONTROL_TOKEN_COUNT + (textOnly ? BYTE_TOKEN_COUNT : 0);
+        const zeroRows = demoNeverSampledTokens(textOnly);
         const zeroPrefix = t.name === "output.weight" ? zeroRows * shape.embeddingLength : 0;
         const type = t.name === "output.weight" ? encoding.output : encoding.matrices;
         return {name: t.name, dims: t.dims, type, createSource: uniformSource(seed, t.name, std, zeroPrefix)};

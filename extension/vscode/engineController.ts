@@ -256,7 +256,7 @@ export class EngineController implements vscode.Disposable {
             this.reportPipelineError(error);
         }
         const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "promptCacheMiB", "engineMode",
-            "statsIntervalMs"]
+            "statsIntervalMs", "loraAdapters"]
             .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
         if (needsRestart && this.client !== undefined) {
             const loading = this.client.state === "loading";

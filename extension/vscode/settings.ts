@@ -4,6 +4,8 @@ import {targetKinds, type TargetKind} from "../../protocol/targetView.js";
 import {isObject, isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
 import {defaultApiPort} from "../host/openai/apiServer.js";
+import type {LoraAdapter} from "../../protocol/loraAdapters.js";
+import {readLoraAdaptersSetting} from "./loraAdaptersSetting.js";
 
 export const configSection = "inferenceMonitor";
 
@@ -21,6 +23,8 @@ export type MonitorSettings = {
     prefillChunkTokens: number,
     /** The prompt cache's limit in MiB (EngineOptions.promptCacheMiB); 0 = off. */
     promptCacheMiB: number,
+    /** LoRA adapters for the model in `modelPath` (EngineOptions.loraAdapters); never applied to the built-in demo model. */
+    loraAdapters: LoraAdapter[],
     engineMode: EngineMode,
     statsIntervalMs: number,
     logIntervalS: number,
@@ -53,6 +57,7 @@ export function readSettings(): MonitorSettings {
         threads: Math.max(0, Math.floor(config.get<number>("threads", 0))),
         prefillChunkTokens: Math.min(maxPrefillChunkTokens, Math.max(0, Math.floor(config.get<number>("prefillChunkTokens", 0)))),
         promptCacheMiB: Math.min(maxPromptCacheMiB, Math.max(0, Math.floor(config.get<number>("promptCacheMiB", defaultPromptCacheMiB)))),
+        loraAdapters: readLoraAdaptersSetting(config.get<unknown>("loraAdapters", [])),
         engineMode: mode === "inProcess" ? "inProcess" : "process",
         statsIntervalMs: Math.max(0, Math.floor(config.get<number>("statsIntervalMs", 1000))),
         logIntervalS: Math.max(0, config.get<number>("logIntervalS", 10)),
@@ -105,6 +110,8 @@ export function engineClientOptions(settings: MonitorSettings, modelPath: string
         ...(settings.threads > 0 ? {threads: settings.threads} : {}),
         ...(settings.prefillChunkTokens > 0 ? {prefillChunkTokens: settings.prefillChunkTokens} : {}),
         promptCacheMiB: settings.promptCacheMiB,
-        ...(modelPath !== undefined ? {modelPath} : {})
+        ...(modelPath !== undefined ? {modelPath} : {}),
+        // Adapters are made for one model: the built-in demo model never gets the user's.
+        ...(modelPath !== undefined && settings.loraAdapters.length > 0 ? {loraAdapters: settings.loraAdapters} : {})
     };
 }

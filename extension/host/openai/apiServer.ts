@@ -54,6 +54,8 @@ import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
 import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
 import {parseSlotAction, parseSlotId, runSlotAction, slotActionsOff, slotFile} from "../llamacpp/slotActionsRoute.js";
+import {loraAdapters} from "../llamacpp/loraAdaptersRoute.js";
+import {checkRequestLora} from "../../../protocol/loraAdapters.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
 import {isObject} from "../../../protocol/validation.js";
@@ -307,6 +309,10 @@ export class ApiServer {
                 throw new ApiRequestError("no slot available", null, 503, "unavailable_error", "no_slot_available");
             return sendJson(response, 200, slots);
         }
+        if (pathname === "/lora-adapters") {
+            requireMethod(method, ["GET", "HEAD", "POST"]);
+            return sendJson(response, 200, loraAdapters(method as "GET" | "HEAD" | "POST", this.engineForProps().info));
+        }
         if (pathname.startsWith("/slots/")) {
             requireMethod(method, ["POST"]);
             const directory = this.options.slotSavePath;
@@ -337,6 +343,9 @@ export class ApiServer {
             throw new ApiRequestError(state === "loading" ? "the model is still loading; retry shortly" : "no model is running", null, 503,
                 "server_error", state === "loading" ? "model_loading" : "engine_unavailable");
         }
+        // llama-server's per-request adapter scales, on its routes and the OpenAI ones (not on Ollama's or Anthropic's).
+        if (isObject(body) && body.lora !== undefined && !pathname.startsWith("/api/") && !pathname.startsWith("/v1/messages"))
+            checkRequestLora(body.lora, client.info.loraAdapters);
         const context = {
             client, info: client.info, modelId: servedModelId(client.info), request, response,
             clientLabel: clientLabel({userAgent: request.headers["user-agent"], title: firstHeader(request.headers["x-title"])}, keyName),
@@ -462,7 +471,7 @@ function sendError(response: http.ServerResponse, error: ApiRequestError): void 
 /** The paths llama.cpp's server and vLLM serve their tokenizer on (outside /v1, as theirs). */
 const tokenizerPaths = new Set(["/tokenize", "/detokenize", "/tokenizer_info"]);
 /** llama.cpp's server's own completion routes (outside /v1, as its). */
-const llamaCppPaths = new Set(["/completion", "/infill", "/props", "/apply-template", "/slots"]);
+const llamaCppPaths = new Set(["/completion", "/infill", "/props", "/apply-template", "/slots", "/lora-adapters"]);
 
 async function tokenize({input, withPieces, withTokenStrs}: TokenizeRequest, client: EngineClient,
                         response: http.ServerResponse): Promise<void> {

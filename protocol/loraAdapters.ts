@@ -1,0 +1,83 @@
+/**
+ * LoRA adapters, as llama-server takes them: files given at start (`--lora FILE`, `--lora-scaled FILE:SCALE`), each
+ * applied to every request with its scale. The engine option and the engine's info carry them
+ * ({@link LoraAdapter}); `GET /lora-adapters` lists them in llama-server's shape ({@link LoraAdapterView}); a
+ * request's `lora` field ({@link parseRequestLora}) names scales by adapter id, and an adapter it leaves out has
+ * scale 0, as llama-server reads it.
+ *
+ * node-llama-cpp applies adapters to a whole context, every sequence at once, so this server runs every request
+ * with the scales set at start: a request whose `lora` asks for other scales is refused (400) rather than answered
+ * by other weights than it asked for, and changing the scales at run time (`POST /lora-adapters`) is not offered.
+ */
+import {ApiRequestError, fail} from "./openaiFields.js";
+import {ProtocolError, expectArray, expectNumber, expectObject, expectString, type JsonObject} from "./validation.js";
+
+export type LoraAdapter = {path: string, scale: number};
+
+/** One entry of llama-server's `GET /lora-adapters`. */
+export type LoraAdapterView = {id: number, path: string, scale: number};
+
+/** The most adapters a server takes (llama-server has no limit; this bounds what crosses the engine boundary). */
+export const maxLoraAdapters = 64;
+
+/** The largest |scale| accepted (llama.cpp takes any float; beyond this, a typo). */
+export const maxLoraScale = 1000;
+
+/** `obj[key]` as adapters (EngineOptions.loraAdapters, EngineInfo.loraAdapters); throws ProtocolError. */
+export function parseLoraAdapters(obj: JsonObject, key: string, what: string): LoraAdapter[] {
+    return expectArray(obj, key, what, maxLoraAdapters).map((item) => {
+        const adapter = expectObject(item, `${what}.${key}[]`);
+        const scale = expectNumber(adapter, "scale", `${what}.${key}[]`);
+        if (Math.abs(scale) > maxLoraScale)
+            throw new ProtocolError(`${what}.${key}[].scale: ${scale} is beyond ±${maxLoraScale}`);
+        return {path: expectString(adapter, "path", `${what}.${key}[]`, 4096), scale};
+    });
+}
+
+/** Checks adapters given as options; throws RangeError naming the bad one. */
+export function checkLoraAdapters(adapters: readonly LoraAdapter[]): void {
+    if (adapters.length > maxLoraAdapters)
+        throw new RangeError(`at most ${maxLoraAdapters} LoRA adapters, got ${adapters.length}`);
+    for (const {path, scale} of adapters) {
+        if (path === "")
+            throw new RangeError("a LoRA adapter's path is empty");
+        if (!Number.isFinite(scale) || Math.abs(scale) > maxLoraScale)
+            throw new RangeError(`the LoRA adapter ${path}'s scale must be a number within ±${maxLoraScale}, got ${scale}`);
+    }
+}
+
+export function loraAdapterViews(adapters: readonly LoraAdapter[]): LoraAdapterView[] {
+    return adapters.map(({path, scale}, id) => ({id, path, scale}));
+}
+
+/**
+ * A request's `lora` (`[{"id": 0, "scale": 0.5}, …]`) as the scale of each of the server's adapters (one left out: 0);
+ * throws ApiRequestError (400) for a malformed list or an unknown id.
+ */
+export function parseRequestLora(value: unknown, adapters: readonly LoraAdapter[]): number[] {
+    if (!Array.isArray(value))
+        fail("lora", "must be a list of {\"id\": N, \"scale\": X}");
+    const scales = adapters.map(() => 0);
+    for (const item of value) {
+        if (typeof item !== "object" || item === null || Array.isArray(item))
+            fail("lora", "each lora entry must be an object {\"id\": N, \"scale\": X}");
+        const {id, scale} = item as Record<string, unknown>;
+        if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= adapters.length)
+            fail("lora", `${JSON.stringify(id)} is not an adapter id (this server has ${adapters.length === 0
+                ? "no LoRA adapters" : `adapters 0 to ${adapters.length - 1}; GET /lora-adapters lists them`})`);
+        if (typeof scale !== "number" || !Number.isFinite(scale))
+            fail("lora", `adapter ${id}'s scale must be a number`);
+        scales[id] = scale;
+    }
+    return scales;
+}
+
+/** Refuses (400) a request's `lora` that asks for other scales than the server runs with. */
+export function checkRequestLora(value: unknown, adapters: readonly LoraAdapter[]): void {
+    const scales = parseRequestLora(value, adapters);
+    const differing = adapters.findIndex((adapter, id) => scales[id] !== adapter.scale);
+    if (differing >= 0)
+        throw new ApiRequestError(`lora: adapter ${differing} at scale ${scales[differing]}, but this server applies every adapter with the ` +
+            `scale it was started with (${adapters.map((adapter, id) => `${id}: ${adapter.scale}`).join(", ")}); node-llama-cpp applies ` +
+            "adapters to all sequences at once, so per-request scales are not supported", "lora", 400, "invalid_request_error", "unsupported_lora");
+}

@@ -1,0 +1,118 @@
+/**
+ * LoRA adapters as llama-server takes them (`--lora-scaled FILE:SCALE`, `GET /lora-adapters`, a request's `lora`),
+ * against llama-server on the same model with the same adapter file: the same list, the same greedy tokens with the
+ * adapter applied (which differ from the base model's), and clear refusals where node-llama-cpp cannot follow
+ * llama-server (per-request scales, scales changed at run time). Then the engine's refusals of files that are not an
+ * adapter for this model, each naming the file and why.
+ */
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {after, before, describe, test} from "node:test";
+import {ensureDemoModel, type DemoModelOptions} from "../../engine/model/demoModel.js";
+import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
+import {buildLlamaServer, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
+import {apiForSuite} from "../helpers/apiUnderTest.js";
+import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
+import {writeDemoLoraAdapter} from "../helpers/loraAdapter.js";
+import {testCacheDir} from "../helpers/testModels.js";
+
+const model: DemoModelOptions = {size: "tiny", seed: 0, textOnly: true};
+const directory = fs.mkdtempSync(path.join(os.tmpdir(), "im-lora-"));
+const adapterPath = path.join(directory, "demo-lora.gguf");
+const scale = 0.5;
+after(() => fs.rmSync(directory, {recursive: true, force: true}));
+
+async function prepared(): Promise<string> {
+    if (!fs.existsSync(adapterPath))
+        await writeDemoLoraAdapter(adapterPath, model);
+    return await ensureDemoModel({...model, cacheDir: testCacheDir});
+}
+
+async function postJson(url: string, body: unknown): Promise<{status: number, body: Record<string, unknown>}> {
+    const response = await fetch(url, {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)});
+    return {status: response.status, body: await response.json() as Record<string, unknown>};
+}
+
+/** Greedy tokens for a fixed prompt on llama.cpp's `/completion`. */
+async function greedyTokens(origin: string, extra: Record<string, unknown> = {}): Promise<number[]> {
+    const {status, body} = await postJson(`${origin}/completion`, {prompt: "Once upon a time there was", n_predict: 12, temperature: 0,
+        ignore_eos: true, cache_prompt: false, return_tokens: true, ...extra});
+    assert.equal(status, 200, JSON.stringify(body));
+    return body.tokens as number[];
+}
+
+const suite = "LoRA adapters, against llama-server with the same adapter";
+describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
+    const api = apiForSuite(async () => ({modelPath: await prepared(), contextSize: 512, parallel: 2, loraAdapters: [{path: adapterPath, scale}]}));
+    let peer: LlamaServer | undefined;
+    before(async () => {
+        peer = await startLlamaServer({binary: await buildLlamaServer(), model: await prepared(),
+            args: ["-t", "1", "-np", "2", "-c", "1024", "--no-webui", "--lora-scaled", `${adapterPath}:${scale}`], readyTimeoutMs: 30_000});
+    });
+    after(async () => {
+        await peer?.stop();
+    });
+    const ours = (): string => api.openai.baseURL.replace(/\/v1$/, "");
+
+    test("GET /lora-adapters lists the adapter as llama-server does", async () => {
+        const listed = async (origin: string): Promise<Array<{id: number, path: string, scale: number}>> =>
+            (await (await fetch(`${origin}/lora-adapters`)).json() as Array<{id: number, path: string, scale: number}>)
+                .map(({id, path: file, scale: value}) => ({id, path: file, scale: value}));
+        assert.deepEqual(await listed(ours()), [{id: 0, path: adapterPath, scale}]);
+        assert.deepEqual(await listed(ours()), await listed(peer!.origin));
+    });
+
+    test("greedy tokens with the adapter are llama-server's, and not the base model's", async () => {
+        const mine = await greedyTokens(ours());
+        assert.deepEqual(mine, await greedyTokens(peer!.origin));
+        assert.notDeepEqual(mine, await greedyTokens(peer!.origin, {lora: [{id: 0, scale: 0}]}), "the adapter changes nothing");
+        // A request naming the scales the server runs with is served, on llama.cpp's routes and the OpenAI ones.
+        assert.deepEqual(await greedyTokens(ours(), {lora: [{id: 0, scale}]}), mine);
+        const chat = await api.openai.chat.completions.create({model: "m", messages: [{role: "user", content: "Hi"}], max_tokens: 2,
+            ...{lora: [{id: 0, scale}]}});
+        assert.equal(chat.usage?.completion_tokens, 2);
+    });
+
+    test("per-request scales other than the server's, an unknown adapter id and POST /lora-adapters are refused", async () => {
+        const other = await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale: 0}]});
+        assert.equal(other.status, 400);
+        const error = other.body.error as {message: string, code: string};
+        assert.equal(error.code, "unsupported_lora");
+        assert.match(error.message, /adapter 0 at scale 0, but this server applies every adapter with the scale it was started with \(0: 0\.5\)/);
+        // An adapter left out has scale 0, as llama-server reads it.
+        assert.equal((await postJson(`${ours()}/v1/completions`, {model: "m", prompt: "Hi", max_tokens: 2, lora: []})).status, 400);
+        const unknown = await postJson(`${ours()}/v1/chat/completions`, {model: "m", messages: [{role: "user", content: "Hi"}], lora: [{id: 3, scale: 1}]});
+        assert.equal(unknown.status, 400);
+        assert.match((unknown.body.error as {message: string}).message, /lora: 3 is not an adapter id \(this server has adapters 0 to 0/);
+        assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", lora: "all"})).status, 400);
+        const post = await postJson(`${ours()}/lora-adapters`, [{id: 0, scale: 1}]);
+        assert.equal(post.status, 501);
+        assert.match((post.body.error as {message: string}).message, /--lora-scaled FILE:SCALE/);
+    });
+});
+
+describe("LoRA adapter files the engine refuses", () => {
+    const client = async (adapter: string): Promise<string> => {
+        const engine = new EngineClient({mode: "inProcess", modelPath: await prepared(), threads: 1, contextSize: 256, parallel: 1,
+            statsIntervalMs: 0, loraAdapters: [{path: adapter, scale: 1}]});
+        try {
+            await engine.start();
+            return "started";
+        } catch (error) {
+            return (error as Error).message;
+        } finally {
+            await engine.stop();
+        }
+    };
+
+    test("a missing file, the model itself, and an adapter made for another model's shapes", async () => {
+        const missing = path.join(directory, "missing.gguf");
+        assert.match(await client(missing), new RegExp(`LoRA adapter ${missing.replace(/[.]/g, "\\.")}: file not found`));
+        assert.match(await client(await prepared()), /: not a LoRA adapter: its general\.type is (missing|"model"), not "adapter" \(is it a model\?\)/);
+        const otherShape = path.join(directory, "small-lora.gguf");
+        await writeDemoLoraAdapter(otherShape, {size: "small", seed: 0, textOnly: true});
+        assert.match(await client(otherShape), /incorrect shape/);
+    });
+});
