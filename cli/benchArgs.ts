@@ -5,7 +5,8 @@ import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
-    gpuFlag, gpuValue, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
+    gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue,
+    promptCacheFlag, promptCacheValue
 } from "./engineFlags.js";
 import {choiceValue, fractionValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
@@ -38,6 +39,8 @@ export const benchCommandLine = {
         "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
         "gpu": gpuFlag,
+        "lora": loraFlag,
+        "lora-scaled": loraScaledFlag,
         "stats": {type: "string", placeholder: "on|off",
             description: "stats collection; off = no stats worker, StatsManager or loggers (default on)"},
         "stats-interval-ms": {type: "string", placeholder: "N", description: "stats snapshot interval (default 1000)"},
@@ -54,14 +57,15 @@ export const benchCommandLine = {
         "no-cache-prompt": {type: "boolean",
             description: "with --base-url: send llama.cpp's `cache_prompt: false` (llama-server's prefix cache off; other servers ignore it)"}
     },
-    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prompt-cache, --prefill-chunk, --gpu, --stats, --stats-interval-ms, " +
-        "--prometheus-port, --in-process) do not apply."
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prompt-cache, --prefill-chunk, --gpu, --lora, " +
+        "--lora-scaled, --stats, --stats-interval-ms, --prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
 /** Flags of the local engine, meaningless with --base-url. */
-const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prompt-cache", "prefill-chunk", "gpu", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prompt-cache", "prefill-chunk", "gpu", "lora", "lora-scaled",
+    "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
 /** Flags of the HTTP target, meaningless without --base-url. */
 const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as const;
 
@@ -94,6 +98,8 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
     if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
+    const loraAdapters = loraAdaptersValue(values.lora, values["lora-scaled"]);
+    if (loraAdapters !== undefined) options.loraAdapters = loraAdapters;
     if (values.json !== undefined) options.jsonPath = values.json;
     const baseUrl = values["base-url"];
     if (baseUrl === undefined) {

@@ -8,8 +8,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
-import {formatCount, formatPromptCache} from "../common/format.js";
-import type {LoraAdapter} from "../protocol/loraAdapters.js";
+import {formatCount, formatLoraAdapters, formatPromptCache} from "../common/format.js";
 
 /**
  * `inference-monitor serve`: the engine behind an OpenAI-compatible API, with `/metrics` and the live
@@ -61,7 +60,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
             `prefix cache ${info.prefixCache ? "on" : "off"}, prompt cache ${formatPromptCache(info.promptCacheMiB)}, prefill chunk ${info.prefillChunkTokens} tokens` +
-            `${loraText(info.loraAdapters)}. Ctrl-C stops.\n`);
+            `${info.loraAdapters.length > 0 ? `, LoRA ${formatLoraAdapters(info.loraAdapters)}` : ""}. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);
         await server.close();
@@ -77,9 +76,4 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     await server.close();
     await pipeline.dispose();
     return 0;
-}
-
-/** ", LoRA a.gguf × 1, b.gguf × 0.5" for the ready line; empty without adapters. */
-function loraText(adapters: readonly LoraAdapter[]): string {
-    return adapters.length === 0 ? "" : `, LoRA ${adapters.map((adapter) => `${path.basename(adapter.path)} × ${adapter.scale}`).join(", ")}`;
 }

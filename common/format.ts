@@ -62,6 +62,11 @@ export function formatPromptCache(mib: number): string {
     return mib > 0 ? `${mib} MiB` : "off";
 }
 
+/** LoRA adapters for start lines: "a.gguf × 1, b.gguf × 0.5" (file names, either separator), or "" for none. */
+export function formatLoraAdapters(adapters: ReadonlyArray<{path: string, scale: number}>): string {
+    return adapters.map((adapter) => `${adapter.path.split(/[\\/]/).at(-1) ?? adapter.path} × ${adapter.scale}`).join(", ");
+}
+
 /** A parameter count: "1.5 B", "20.0 M", "7.5 K", "512". */
 export function formatParams(count: number): string {
     if (count >= 1e9) return `${(count / 1e9).toFixed(1)} B`;

@@ -16,6 +16,7 @@ import {rawDataToString} from "../../extension/host/net/rawData.js";
 import {defaultPrefillChunkTokens} from "../../protocol/engineOptions.js";
 import {expectedBackend} from "../helpers/expectedBackend.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
+import {writeDemoLoraAdapter} from "../helpers/loraAdapter.js";
 import {assertBenchResult, assertTableMatches} from "./benchResultChecks.js";
 
 type Run = {code: number | null, stdout: string, stderr: string};
@@ -94,7 +95,8 @@ describe("inference-monitor bench", () => {
             ["bench", "--random-range-ratio", "1"], ["bench", "--random-range-ratio", "-0.1"], ["bench", "--random-range-ratio", "half"],
             ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"],
             ["bench", "--prefill-chunk", "0"], ["serve", "--prefill-chunk", "lots"], ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefill-chunk", "64"], ["demo", "--gpu", "CUDA"],
-            ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"],
+            ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"], ["bench", "--base-url", "http://127.0.0.1:1/v1", "--lora", "a.gguf"],
+            ["serve", "--lora-scaled", "a.gguf:x"], ["bench", "--lora-scaled", "a.gguf"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefix-cache", "off"], ["bench", "--no-cache-prompt"],
             ["demo", "--port", "abc"], ["make-model", "--size", "huge", "--out", "/tmp/x.gguf"], ["frobnicate"]]) {
             const run = await runCli(args);
@@ -115,6 +117,21 @@ describe("inference-monitor bench", () => {
         const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--output-len", "4", "--gpu", "off"]);
         assert.equal(run.code, 0, run.stderr);
         assert.match(run.stdout, /^Engine: CPU · /m);
+    });
+
+    test("--lora-scaled runs the benchmark with the adapter and says so; a file that is not one is the engine's error", async () => {
+        const adapter = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "im-cli-lora-")), "tiny-lora.gguf");
+        try {
+            await writeDemoLoraAdapter(adapter, {size: "tiny", seed: 0});
+            const run = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "2", "--output-len", "4", "--lora-scaled", `${adapter}:0.5`]);
+            assert.equal(run.code, 0, run.stderr);
+            assert.match(run.stdout, /^Engine: .* · LoRA tiny-lora\.gguf × 0\.5$/m);
+            const wrong = await runCli(["bench", "--model", await tinyModelPath(), "--num-prompts", "1", "--lora", await tinyModelPath()]);
+            assert.equal(wrong.code, 1);
+            assert.match(wrong.stderr, /LoRA adapter .*tiny.*\.gguf: not a LoRA adapter/);
+        } finally {
+            fs.rmSync(path.dirname(adapter), {recursive: true, force: true});
+        }
     });
 
     test("a model that fails to load: the engine's error and exit code 1", async () => {

@@ -1,3 +1,4 @@
+import type {LoraAdapter} from "../../../protocol/loraAdapters.js";
 import type {DemoModelSize} from "../../../engine/model/demoModel.js";
 import type {GpuSetting} from "../../../protocol/engineOptions.js";
 import type {EngineMode} from "../engineClient/engineClient.js";
@@ -34,6 +35,8 @@ export type BenchOptions = {
     prefillChunkTokens?: number,
     /** EngineOptions.gpu (`--gpu`). */
     gpu: GpuSetting,
+    /** EngineOptions.loraAdapters (`--lora`, `--lora-scaled`); absent: none. */
+    loraAdapters?: LoraAdapter[],
     contextSize?: number,
     stats: boolean,
     statsIntervalMs: number,

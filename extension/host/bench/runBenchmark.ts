@@ -64,7 +64,8 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         ...(options.threads !== undefined ? {threads: options.threads} : {}),
         ...(options.contextSize !== undefined ? {contextSize: options.contextSize} : {}),
         ...(options.prefillChunkTokens !== undefined ? {prefillChunkTokens: options.prefillChunkTokens} : {}),
-        ...(options.promptCacheMiB !== undefined ? {promptCacheMiB: options.promptCacheMiB} : {})
+        ...(options.promptCacheMiB !== undefined ? {promptCacheMiB: options.promptCacheMiB} : {}),
+        ...(options.loraAdapters !== undefined ? {loraAdapters: options.loraAdapters} : {})
     });
     const info = await client.start();
     let session: StatsSession | undefined;
