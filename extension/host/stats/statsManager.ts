@@ -105,6 +105,8 @@ export class StatsManager implements EngineObserver {
     private disposed = false;
     /** The timer's ticks and `/metrics` renders run right after a step's delivery, not in the middle of one. */
     private readonly quiet: QuietMoments;
+    /** A timer's tick waits for its quiet moment (a later timer then adds none). */
+    private tickPending = false;
 
     constructor(options: StatsManagerOptions = {}) {
         this.options = resolveStatsManagerOptions(options);
@@ -137,8 +139,13 @@ export class StatsManager implements EngineObserver {
             this.addLogger(logger);
         if (this.options.tickIntervalMs > 0) {
             this.timer = setInterval(() => {
-                if (this.quiet.pendingCount === 0)
-                    this.quiet.run(() => this.tick());
+                if (this.tickPending)
+                    return;
+                this.tickPending = true;
+                this.quiet.run(() => {
+                    this.tickPending = false;
+                    this.tick();
+                });
             }, this.options.tickIntervalMs);
             this.timer.unref();
         }
