@@ -343,8 +343,8 @@ export class ApiServer {
             throw new ApiRequestError(state === "loading" ? "the model is still loading; retry shortly" : "no model is running", null, 503,
                 "server_error", state === "loading" ? "model_loading" : "engine_unavailable");
         }
-        // llama-server's per-request adapter scales, on its routes and the OpenAI ones (not on Ollama's or Anthropic's).
-        if (isObject(body) && body.lora !== undefined && !pathname.startsWith("/api/") && !pathname.startsWith("/v1/messages"))
+        // llama-server's per-request adapter scales, on the routes where llama-server reads them.
+        if (isObject(body) && body.lora !== undefined && loraPaths.has(pathname))
             checkRequestLora(body.lora, client.info.loraAdapters);
         const context = {
             client, info: client.info, modelId: servedModelId(client.info), request, response,
@@ -455,6 +455,9 @@ const withoutV1Aliases = new Map([["/chat/completions", "/v1/chat/completions"],
 /** The routes that send requests to the engine (or count their prompts). */
 const generationPaths = new Set(["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens",
     "/v1/embeddings", "/api/chat", "/api/generate", "/api/embed", "/api/embeddings"]);
+
+/** Where llama-server takes a request's `lora`: its completion routes and the OpenAI-compatible generation routes. */
+const loraPaths = new Set(["/completion", "/infill", "/v1/completions", "/v1/chat/completions", "/v1/responses"]);
 
 /** Ollama's routes that manage its model store: a server of one model file has none to pull, create or delete. */
 const ollamaModelManagement = new Set(["/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete"]);
