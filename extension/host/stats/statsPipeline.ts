@@ -33,6 +33,8 @@ export class StatsPipeline implements StatsSession {
     private readonly mountedPrometheus = new SwappableLogger();
     private readonly detachers = new Map<EngineClient, () => void>();
     private applied: LiveStatsSettings = {logIntervalS: 0, prometheusPort: 0};
+    /** Where both `/metrics` endpoints render: right after a step's delivery (quietMoments.ts). */
+    private readonly quietMoment = async (): Promise<void> => await this.manager.quietMoment();
 
     constructor(private readonly options: StatsPipelineOptions) {
         this.manager = new StatsManager({
@@ -62,14 +64,11 @@ export class StatsPipeline implements StatsSession {
     async mountMetrics(options: {modelName?: string} = {}): Promise<() => Promise<MetricsBody>> {
         let logger = this.mountedPrometheus.logger as PrometheusStatLogger | undefined;
         if (logger === undefined) {
-            logger = this.primed(await PrometheusStatLogger.start({serve: false, ...options}));
+            logger = this.primed(await PrometheusStatLogger.start({serve: false, beforeRender: this.quietMoment, ...options}));
             await this.mountedPrometheus.replace(logger);
         }
-        const registry = logger.registry;
-        return async () => {
-            await this.manager.quietMoment();
-            return {contentType: registry.contentType, body: await registry.metrics()};
-        };
+        const mounted = logger;
+        return async () => await mounted.render();
     }
 
     attach(client: EngineClient): void {
@@ -105,9 +104,8 @@ export class StatsPipeline implements StatsSession {
             await this.prometheus.replace(undefined);
             this.applied.prometheusPort = 0;
             if (settings.prometheusPort > 0) {
-                await this.prometheus.replace(this.primed(await PrometheusStatLogger.start({
-                    port: settings.prometheusPort, beforeRender: async () => await this.manager.quietMoment()
-                })));
+                const logger = await PrometheusStatLogger.start({port: settings.prometheusPort, beforeRender: this.quietMoment});
+                await this.prometheus.replace(this.primed(logger));
                 this.applied.prometheusPort = settings.prometheusPort;
             }
         }

@@ -1,7 +1,7 @@
 import {Registry} from "prom-client";
 import {finishReasons} from "../../../../protocol/engineMessages.js";
 import {engineStateNames} from "../../../../protocol/statsView.js";
-import {MetricsHttpServer} from "./metricsHttpServer.js";
+import {MetricsHttpServer, type MetricsBody} from "./metricsHttpServer.js";
 import {VllmMetrics, type BaseLabel} from "./prometheusMetrics.js";
 import {servedModelId} from "../../servedModelId.js";
 import type {EngineInfo} from "../../../../protocol/engineMessages.js";
@@ -28,7 +28,7 @@ export type PrometheusStatLoggerOptions = {
      * label), rendered together by `registry.metrics()` of the shared registry. Default: its own.
      */
     sharedMetrics?: VllmMetrics,
-    /** Awaited before each render of the endpoint: StatsPipeline waits for a quiet moment (quietMoments.ts). */
+    /** Awaited before each `render()`: StatsPipeline waits for a quiet moment (quietMoments.ts). */
     beforeRender?: () => Promise<void>
 };
 
@@ -69,11 +69,7 @@ export class PrometheusStatLogger implements StatLogger {
     static async start(options: PrometheusStatLoggerOptions = {}): Promise<PrometheusStatLogger> {
         const logger = new PrometheusStatLogger(options);
         if (options.serve ?? true)
-            logger.server = await MetricsHttpServer.listen(options.host ?? "127.0.0.1", options.port ?? 0,
-                async () => {
-                    await options.beforeRender?.();
-                    return {contentType: logger.registry.contentType, body: await logger.registry.metrics()};
-                });
+            logger.server = await MetricsHttpServer.listen(options.host ?? "127.0.0.1", options.port ?? 0, async () => await logger.render());
         return logger;
     }
 
@@ -85,6 +81,12 @@ export class PrometheusStatLogger implements StatLogger {
     /** e.g. `http://127.0.0.1:9464/metrics`; undefined when not serving. */
     get url(): string | undefined {
         return this.server?.url;
+    }
+
+    /** What `/metrics` answers, here or on a server this logger is mounted on: after `beforeRender`, the exposition. */
+    async render(): Promise<MetricsBody> {
+        await this.options.beforeRender?.();
+        return {contentType: this.registry.contentType, body: await this.registry.metrics()};
     }
 
     /** The exposition text, as `/metrics` serves it. */
