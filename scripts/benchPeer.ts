@@ -1,5 +1,6 @@
 /**
- * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only] [--dtype f16|q8_0|q4_0] [--cpu-backend FILE]`
+ * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only] [--dtype f16|q8_0|q4_0] [--cpu-backend FILE]
+ *     [--points 1,4,8,poisson] [--prefix-cache on|off|both] [--targets ipc,http]`
  *
  * Us against llama.cpp's own server, side by side in one run: the same serving benchmark (the demo
  * `small` model, 32 prompts of ~48 tokens, exactly 64 output tokens each with ignore_eos, the bench's
@@ -50,6 +51,10 @@
  * (cpuBackendSwap.ts): a diagnostic that separates what the prebuilt binary costs from what our serving
  * loop costs. The product never does this.
  *
+ * `--points`, `--prefix-cache` and `--targets` run part of the matrix (scripts/peerSelection.ts), so that more repeats
+ * of one cell fit in the same time. With two repeats or more each cell also gets its per-repeat ratios' median and
+ * interval (scripts/peerRatios.ts).
+ *
  * A benchmark, not a test: do not run it next to other measurements.
  */
 import fs from "node:fs";
@@ -69,6 +74,8 @@ import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, st
 import {startServe} from "./serveProcess.js";
 import {swapCpuBackend} from "./cpuBackendSwap.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
+import {parsePeerSelection, peerTargets, type LoadPoint, type PeerSelection, type PeerTarget} from "./peerSelection.js";
+import {describePairedRatios, pairedRatios, type PairedRatios} from "./peerRatios.js";
 
 const {values} = parseArgs({options: {
     json: {type: "string"},
@@ -76,7 +83,10 @@ const {values} = parseArgs({options: {
     quick: {type: "boolean", default: false},
     ["kernels-only"]: {type: "boolean", default: false},
     dtype: {type: "string"},
-    ["cpu-backend"]: {type: "string"}
+    ["cpu-backend"]: {type: "string"},
+    points: {type: "string", default: "1,4,8,poisson"},
+    ["prefix-cache"]: {type: "string", default: "both"},
+    targets: {type: "string", default: "ipc,http"}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -97,10 +107,10 @@ const engineArgs = ["--threads", String(workload.threads), "--parallel", String(
 /** The kernel ceiling's prompt: plain words the demo tokenizer knows, more than 480 tokens of them. */
 const kernelCeilingText = "once upon a time a little girl walked to the park with her dog and they played in the sun until it was late ".repeat(40);
 
-const targets = ["llama-server", "ipc", "http"] as const;
-type Target = typeof targets[number];
-/** Max concurrency (undefined: no limit) and Poisson rate (Infinity: all at once). */
-type LoadPoint = {concurrency: number | undefined, rate: number};
+const selection: PeerSelection = quick ? {points: [{concurrency: 4, rate: Infinity}], caches: [true], targets: [...peerTargets]}
+    : parsePeerSelection({points: values.points!, prefixCache: values["prefix-cache"]!, targets: values.targets!});
+const targets = selection.targets;
+type Target = PeerTarget;
 
 function benchArgs(point: LoadPoint, numPrompts = workload.numPrompts): string[] {
     return ["--num-prompts", String(numPrompts), "--input-len", String(workload.inputLen), "--output-len", String(workload.outputLen),
@@ -197,7 +207,7 @@ function elapsed(startMs: number): string {
 }
 
 /** The cell's medians over repeats per target, a table, and the ratios ours / llama-server. */
-function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {table: string, ratios: Ratio[]} {
+function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {table: string, ratios: Ratio[], paired: PairedRatios[]} {
     const cell = rows.filter(sameCell(point, cache));
     const median = (target: Target, key: "output_throughput" | "median_ttft_ms" | "p99_ttft_ms" | "median_itl_ms" | "p99_itl_ms"): number =>
         percentile(cell.filter((r) => r.target === target).map((r) => r[key]), 50);
@@ -207,7 +217,8 @@ function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {tab
     for (const target of targets)
         lines.push(`  ${target.padEnd(14)}${median(target, "output_throughput").toFixed(1).padStart(11)}` +
             latencies.map((key) => `${median(target, key).toFixed(2)} ms`.padStart(11)).join(""));
-    const ratios = (["ipc", "http"] as const).map((target): Ratio => ({
+    const ours = targets.filter((target) => target !== "llama-server");
+    const ratios = ours.map((target): Ratio => ({
         concurrency: point.concurrency ?? null, request_rate: Number.isFinite(point.rate) ? point.rate : "inf", prefix_cache: cacheName(cache), target,
         throughput_ratio: median(target, "output_throughput") / median("llama-server", "output_throughput"),
         ttft_ratio: median(target, "median_ttft_ms") / median("llama-server", "median_ttft_ms"),
@@ -215,7 +226,9 @@ function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {tab
     }));
     lines.push(`  ours / llama-server: ${ratios.map((r) => `${r.target} throughput ${r.throughput_ratio.toFixed(3)}, TTFT p50 ${r.ttft_ratio.toFixed(3)}, ` +
         `ITL p99 ${r.p99_itl_ratio.toFixed(3)}`).join(" · ")}`);
-    return {table: lines.join("\n"), ratios};
+    const paired = repeats < 2 ? [] : ours.flatMap((target) => pairedRatios(cell, target) ?? []);
+    lines.push(...paired.map((p) => `  ${describePairedRatios(p)}`));
+    return {table: lines.join("\n"), ratios, paired};
 }
 
 async function main(): Promise<void> {
@@ -232,10 +245,9 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
     const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = await buildLlamaServer();
     const version = llamaServerVersion(binary);
-    const points: LoadPoint[] = quick ? [{concurrency: 4, rate: Infinity}]
-        // NaN: the Poisson rate, set from the first repeat's c=8 IPC run.
-        : [...[1, 4, 8].map((concurrency) => ({concurrency, rate: Infinity})), {concurrency: undefined, rate: NaN}];
-    const caches = quick ? [true] : [true, false];
+    // A Poisson point's rate is NaN until the first repeat's c=8 IPC run sets it.
+    const points: LoadPoint[] = selection.points;
+    const caches = selection.caches;
     console.log(`workload: ${workload.numPrompts} prompts, input ~${workload.inputLen}, output ${workload.outputLen} (ignore_eos), temperature ` +
         `${workload.temperature}, seed ${workload.seed}; ${workload.model} (${modelPath}); ${workload.threads} thread, ${workload.parallel} sequences × ` +
         `${workload.contextPerSequence} cells; ${repeats} repeat${repeats > 1 ? "s" : ""}, a fresh server/engine per run`);
@@ -258,8 +270,10 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
     // Warm-up (page cache, JIT, the binaries), not counted.
     const warm: LoadPoint = {concurrency: 4, rate: Infinity};
     await llamaRun(binary, modelPath, warm, true, 8);
-    await ipcRun(modelPath, warm, true, 8);
-    await httpRun(modelPath, warm, true, 8);
+    if (targets.includes("ipc"))
+        await ipcRun(modelPath, warm, true, 8);
+    if (targets.includes("http"))
+        await httpRun(modelPath, warm, true, 8);
     console.error(`warm-up done (${elapsed(started)})`);
 
     const rows: Row[] = [];
@@ -269,9 +283,12 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
     for (let repeat = 0; repeat < repeats; repeat++)
         for (const [pointIndex, point] of points.entries()) {
             if (Number.isNaN(point.rate)) {
-                const c8 = rows.find((r) => r.repeat === 0 && r.target === "ipc" && r.concurrency === 8 && r.prefix_cache === "on");
+                // IPC's (or, without it, HTTP's) run at c=8 with the first cache setting, both before this point in repeat 1.
+                const base = targets.includes("ipc") ? "ipc" : "http";
+                const c8 = rows.find((r) => r.repeat === 0 && r.target === base && r.concurrency === 8 &&
+                    r.prefix_cache === cacheName(caches[0]!));
                 point.rate = Math.round(0.9 * c8!.request_throughput * 100) / 100;
-                console.log("Poisson load point: 0.9 × IPC's request throughput at c=8, prefix cache on, repeat 1 " +
+                console.log(`Poisson load point: 0.9 × ${base.toUpperCase()}'s request throughput at c=8, prefix cache ${c8!.prefix_cache}, repeat 1 ` +
                     `(${c8!.request_throughput.toFixed(2)} req/s) = ${point.rate} req/s, no concurrency limit`);
             }
             for (const cache of repeat % 2 === 0 ? caches : [...caches].reverse()) {
@@ -310,11 +327,14 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
         [target, [...new Set(rows.filter((r) => r.target === target).map((r) => r.total_input_tokens))]]));
     console.log(`\nprompt tokens per run (the servers' own counts): ${targets.map((t) => `${t} ${inputTokens.get(t)!.join("/")}`).join(", ")}\n`);
     const ratios: Ratio[] = [];
+    const pairedRatioRows: Array<{concurrency: number | null, request_rate: number | "inf", prefix_cache: "on" | "off"} & PairedRatios> = [];
     for (const point of points)
         for (const cache of caches) {
             const summary = summarize(rows, point, cache);
             console.log(`${summary.table}\n`);
             ratios.push(...summary.ratios);
+            pairedRatioRows.push(...summary.paired.map((p) => ({concurrency: point.concurrency ?? null,
+                request_rate: Number.isFinite(point.rate) ? point.rate : "inf" as const, prefix_cache: cacheName(cache), ...p})));
         }
     if (failures.length > 0)
         console.log(`${failures.length} run(s) failed once and were run again: ${failures.map((f) => `${f.target} (${f.error})`).join("; ")}`);
@@ -323,7 +343,8 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
         fs.writeFileSync(values.json, JSON.stringify({
             workload: {model: workload.model, model_path: modelPath, num_prompts: workload.numPrompts, input_len: workload.inputLen,
                 output_len: workload.outputLen, seed: workload.seed, temperature: workload.temperature, threads: workload.threads,
-                parallel: workload.parallel, context_per_sequence: workload.contextPerSequence, repeats, quick,
+                parallel: workload.parallel, context_per_sequence: workload.contextPerSequence, repeats, quick, targets,
+                prefix_cache: caches.map(cacheName),
                 poisson_rate: poisson?.rate ?? null,
                 load_points: points.map((p) => ({concurrency: p.concurrency ?? null, request_rate: Number.isFinite(p.rate) ? p.rate : "inf"})),
                 llama_server: {binary, version, args: ["-m", "MODEL", "--host", "127.0.0.1", "--port", "P", ...llamaServerArgs],
@@ -332,6 +353,7 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
             kernel_ceiling: ceiling,
             results: rows,
             ratios,
+            paired_ratios: pairedRatioRows,
             failed_runs: failures
         }, null, 2) + "\n");
         console.log(`wrote ${values.json}`);
