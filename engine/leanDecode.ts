@@ -18,6 +18,7 @@
  */
 import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "./llamaTypes.js";
 import {sampleAheadOf, type NativeSample} from "./sampleAhead.js";
+import {soloDecodeOf} from "./soloDecode.js";
 
 /** A generated token, with the sampler's probability of it when asked for. */
 export type GeneratedToken = {token: Token, probabilities?: Map<Token, number>, confidence?: number};
@@ -102,6 +103,8 @@ async function* leanLoop(internals: SequenceInternals, tokens: Token[], confiden
     const sampler = new Sampler(new internals.model._llama._bindings.AddonSampler(internals.model._model));
     const ctx = internals._context._ctx;
     const ahead = sampleAheadOf(ctx);
+    const solo = soloDecodeOf(ctx);
+    const sequence = internals as unknown as LlamaContextSequence;
     let sampling: Promise<NativeSample> | undefined;
     const sample = (batchLogitIndex: number): Promise<NativeSample> => {
         // Per token, as node-llama-cpp's loop: the penalties' window, the bans and a grammar's state move with the output.
@@ -138,12 +141,15 @@ async function* leanLoop(internals: SequenceInternals, tokens: Token[], confiden
             if (token === undefined || token === -1)
                 throw new Error("Failed to sample next token");
             if (!readsCaller && decodeAhead(token)) {
-                const next = decode([token], true);
-                decoding = next.result;
+                // Straight on the native context where nothing else is in the way (soloDecode.ts), else through node-llama-cpp.
+                const soloDecoding: Promise<NativeSample> | undefined = solo?.tryDecode(sequence, token, sample);
+                const next = soloDecoding === undefined ? decode([token], true) : undefined;
+                const nextDecode: Promise<NativeSample | undefined> = soloDecoding ?? next!.result;
+                decoding = nextDecode;
                 // Its failure is thrown when the loop goes on, or dropped when the caller stops first.
-                decoding.catch(() => undefined);
-                // The caller's work on this token then runs while the native side decodes the next.
-                await next.queued;
+                nextDecode.catch(() => undefined);
+                // The caller's work on this token then runs while the native side decodes the next (a solo decode is queued).
+                await next?.queued;
             }
             const sampledConfidence = Array.isArray(result) ? result[2] : undefined;
             yield sampledConfidence !== undefined ? {token, confidence: sampledConfidence} : {token};

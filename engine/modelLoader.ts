@@ -9,6 +9,7 @@ import {validateModelFile} from "./model/validateModel.js";
 import {checkLoraAdapterFile} from "./model/loraAdapterFile.js";
 import {warmUpModel} from "./modelWarmUp.js";
 import {installSampleAhead} from "./sampleAhead.js";
+import {installSoloDecode} from "./soloDecode.js";
 import {hasChatTemplate} from "./promptRenderer.js";
 import {chooseEngineGpu} from "./gpu/gpuSelfTest.js";
 import {measureDecodePairCost, type DecodePairCost} from "./decodePairs.js";
@@ -67,7 +68,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     try {
         context = await loadingWithLlamaErrors(llama, errorLevels, () =>
             model.createContext({sequences: parallel, contextSize, threads: {ideal: threads, min: 1}, ...loraOption(loraAdapters)}));
-        installSampleAhead(context);
+        await installSoloDecode(context, installSampleAhead(context));
         await warmUpModel(model, context);
         decodePairCost = await measureDecodePairCost(model, context);
     } catch (error) {

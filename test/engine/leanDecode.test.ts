@@ -7,15 +7,20 @@
  *
  * The engine process has one libuv thread, so there the lean loop also queues each sample right behind its decode
  * (engine/sampleAhead.ts). This file runs in the test runner's process (libuv's default pool: no sampling ahead) and
- * runs itself again in a child with UV_THREADPOOL_SIZE=1, where every lean token must have been sampled ahead.
+ * runs itself again in a child with UV_THREADPOOL_SIZE=1, where every lean token must have been sampled ahead, and a
+ * token decoded ahead by a loop alone goes straight to the native context (engine/soloDecode.ts) wherever nothing else
+ * is in the way.
  */
 import assert from "node:assert/strict";
 import {spawnSync} from "node:child_process";
+import {createRequire} from "node:module";
+import {pathToFileURL} from "node:url";
 import {after, before, describe, test} from "node:test";
 import {generateTokens, leanInternals, type GeneratedToken} from "../../engine/leanDecode.js";
 import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "../../engine/llamaTypes.js";
 import {loadModel, type LoadedModel} from "../../engine/modelLoader.js";
 import {sampleAheadOf, type SampleAhead} from "../../engine/sampleAhead.js";
+import {sharesContextLock, soloDecodeOf, type SoloDecode} from "../../engine/soloDecode.js";
 import {skipReason} from "../helpers/prerequisites.js";
 import {findStoriesModel} from "../helpers/sharedModels.js";
 
@@ -40,11 +45,12 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
     let reference: LlamaContextSequence;
     let prompt: Token[];
     let ahead: SampleAhead | undefined;
-    /** Samples queued ahead while `run` ran. */
-    const queuedAheadDuring = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
-        const before = ahead?.queuedAhead ?? 0;
+    let solo: SoloDecode | undefined;
+    /** Samples queued ahead while `run` ran: behind node-llama-cpp's decodes, and behind solo decodes. */
+    const queuedAheadDuring = async <T>(run: () => Promise<T>): Promise<[T, number, number]> => {
+        const before = [ahead?.queuedAhead ?? 0, solo?.decodes ?? 0] as const;
         const result = await run();
-        return [result, (ahead?.queuedAhead ?? 0) - before];
+        return [result, (ahead?.queuedAhead ?? 0) - before[0], (solo?.decodes ?? 0) - before[1]];
     };
 
     before(async () => {
@@ -53,6 +59,7 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
         reference = loaded.context.getSequence();
         prompt = loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She", true);
         ahead = sampleAheadOf((loaded.context as unknown as {_ctx: object})._ctx);
+        solo = soloDecodeOf((loaded.context as unknown as {_ctx: object})._ctx);
     });
     after(async () => {
         await loaded.context.dispose();
@@ -66,6 +73,7 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
 
     test(`samples are queued ahead ${onePoolThread ? "with one libuv thread" : "only with one libuv thread: not here"}`, () => {
         assert.equal(ahead !== undefined, onePoolThread);
+        assert.equal(solo !== undefined, onePoolThread, "the solo decode goes with sampling ahead");
     });
 
     /** Options built per side: penalties read the side's own output. */
@@ -100,7 +108,7 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
                         ? generateTokens(sequence, prompt, metadata, options(generated), () => askAhead)
                         : sequence.evaluateWithMetadata(prompt, metadata, {...options(generated), yieldEogToken: true}) as
                         AsyncGenerator<GeneratedToken, void, undefined>;
-                    const [outputs, sampledAhead] = await queuedAheadDuring(async () => {
+                    const [outputs, sampledAhead, soloDecodes] = await queuedAheadDuring(async () => {
                         const outputs: GeneratedToken[] = [];
                         for await (const output of tokens) {
                             outputs.push(output);
@@ -110,7 +118,14 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
                         }
                         return outputs;
                     });
-                    assert.equal(sampledAhead, loop === "lean" && onePoolThread ? count + (decodeAhead ? 1 : 0) : 0, `${loop}: tokens sampled ahead`);
+                    assert.equal(sampledAhead + soloDecodes, loop === "lean" && onePoolThread ? count + (decodeAhead ? 1 : 0) : 0,
+                        `${loop}: tokens sampled ahead`);
+                    // Alone, every token decoded ahead goes solo but where node-llama-cpp's dispatch of the one before still
+                    // holds the context's lock (the prompt's, at most a few tokens after it).
+                    if (loop === "lean" && onePoolThread && decodeAhead)
+                        assert.ok(soloDecodes >= count - 4, `only ${soloDecodes} of ${count} tokens decoded solo`);
+                    else
+                        assert.equal(soloDecodes, 0, `${loop}: solo decodes where none was asked for`);
                     sides.push({outputs, held: [...sequence.contextTokens]});
                 }
                 const [ours, theirs] = sides as [typeof sides[0], typeof sides[0]];
@@ -173,6 +188,80 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
         }
         assert.deepEqual(decodedAhead, decodedAhead.map((_, i) => i % 2 === 0));
         assert.equal(lean.nextTokenIndex, prompt.length + 12 - 1, "the last token was not to be decoded");
+    });
+
+    test("the solo decode takes node-llama-cpp's context lock: the copy of lifecycle-utils node-llama-cpp imports, no other", async () => {
+        const lockModulePath = createRequire(createRequire(__filename).resolve("node-llama-cpp")).resolve("lifecycle-utils");
+        const context = loaded.context as unknown as Parameters<typeof sharesContextLock>[1];
+        const theirs = await import(pathToFileURL(lockModulePath).href) as Parameters<typeof sharesContextLock>[0];
+        // The locks are the state of its withLock.js: that file under another URL is another instance, with locks of its own.
+        const another = await import(`${new URL("withLock.js", pathToFileURL(lockModulePath)).href}?another-copy`) as
+            Parameters<typeof sharesContextLock>[0];
+        assert.notEqual(another.withLock, theirs.withLock);
+        assert.equal(await sharesContextLock(theirs, context), true);
+        assert.equal(await sharesContextLock(another, context), false);
+        // Neither check leaves anything behind: a loop still decodes.
+        await lean.clearHistory();
+        assert.equal((await take(generateTokens(lean, prompt, {}, {temperature: 0}), 3)).length, 3);
+    });
+
+    // The solo decode needs one libuv thread: the run in a child has it.
+    if (onePoolThread)
+        test("a loop decoding ahead alone, joined by another: each gets the tokens it gets alone, and the sequences hold them", async () => {
+            const otherPrompt = loaded.model.tokenize("The dog ran to the park and", true);
+            const n = 40;
+            await reference.clearHistory();
+            const otherAlone = await take(generateTokens(reference, otherPrompt, {}, {temperature: 0}), n);
+            await lean.clearHistory();
+            const leanAlone = await take(generateTokens(lean, prompt, {}, {temperature: 0}, () => true), n);
+            await lean.clearHistory();
+            await reference.clearHistory();
+            // The other request arrives after the 8th token: from then on the first loop's tokens go through node-llama-cpp's
+            // batches again (a decode queued, a dispatch holding the lock), and solo again once the other has finished.
+            let other: Promise<GeneratedToken[]> | undefined;
+            const soloBefore = solo!.decodes;
+            let soloWhenJoined = 0;
+            const leanTogether: GeneratedToken[] = [];
+            for await (const output of generateTokens(lean, prompt, {}, {temperature: 0}, () => true)) {
+                leanTogether.push(output);
+                if (leanTogether.length === 8) {
+                    soloWhenJoined = solo!.decodes - soloBefore;
+                    other = take(generateTokens(reference, otherPrompt, {}, {temperature: 0}), n);
+                }
+                if (leanTogether.length >= n)
+                    break;
+            }
+            const otherTogether = await other!;
+            assert.ok(soloWhenJoined >= 4, `only ${soloWhenJoined} solo decodes before the other request came`);
+            assert.deepEqual(leanTogether.map((o) => o.token), leanAlone.map((o) => o.token));
+            assert.deepEqual(otherTogether.map((o) => o.token), otherAlone.map((o) => o.token));
+            // Every token the loop was given is held, the last one too (decoded ahead); nothing twice, nothing missing.
+            assert.deepEqual(lean.contextTokens, [...prompt, ...leanTogether.map((o) => o.token)]);
+            assert.equal(lean.nextTokenIndex, prompt.length + n);
+        });
+
+    test("decoding ahead up to a full context: node-llama-cpp shifts it, and the tokens are its own loop's", async () => {
+        const story = loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She liked to play in the park. ".repeat(60), true);
+        // Ten cells short of the sequence's end: the loop has to make room a few tokens in.
+        const longPrompt = story.slice(0, loaded.context.contextSize - 10);
+        const n = 24;
+        const sides: Token[][] = [];
+        let soloDecodes = 0;
+        for (const [sequence, loop] of [[lean, "lean"], [reference, "node-llama-cpp"]] as const) {
+            await sequence.clearHistory();
+            const tokens = loop === "lean" ? generateTokens(sequence, longPrompt, {}, {temperature: 0}, () => true)
+                : sequence.evaluateWithMetadata(longPrompt, {}, {temperature: 0, yieldEogToken: true}) as AsyncGenerator<GeneratedToken, void, undefined>;
+            const [outputs, , solos] = await queuedAheadDuring(() => take(tokens, n));
+            sides.push(outputs.map((o) => o.token));
+            if (loop === "lean")
+                soloDecodes = solos;
+        }
+        assert.deepEqual(sides[0], sides[1]);
+        // Solo up to the full context, node-llama-cpp's path for the token that needs room, solo again after it.
+        if (onePoolThread)
+            assert.ok(soloDecodes >= n - 6 && soloDecodes < n, `${soloDecodes} of ${n} tokens decoded solo`);
+        assert.ok(lean.nextTokenIndex < loaded.context.contextSize, "the sequence did not make room");
+        assert.ok(lean.nextTokenIndex < longPrompt.length, "no context shift happened");
     });
 
     test("the whole distribution asked for: node-llama-cpp's loop gives it", async () => {
