@@ -153,10 +153,21 @@ export class SoloDecode {
                 if (batchLogitIndex === undefined)
                     throw new Error("solo decode: the batch gave no logits for the token");
                 const decoding = context._ctx.decodeBatch();
-                const sampling = sample(batchLogitIndex);
-                // Rejected only after a failed decode, whose error is the one thrown.
+                let sampling: Promise<NativeSample>;
+                try {
+                    sampling = sample(batchLogitIndex);
+                } catch (error) {
+                    // Its own error (a sampler configuration it could not take), thrown once the decode is back.
+                    sampling = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+                }
                 sampling.catch(() => undefined);
-                await decoding;
+                try {
+                    await decoding;
+                } catch (error) {
+                    // The lock is held until nothing of this batch is left running natively.
+                    await sampling.catch(() => undefined);
+                    throw error;
+                }
                 // What node-llama-cpp books for a decoded token with logits: an output token, the next index, the token.
                 seq._tokenMeter.useTokens(1, "output");
                 seq._nextTokenIndex = first + 1;
