@@ -63,8 +63,18 @@ export const loraScaledFlag = {
     description: "LoRA adapters with their scales, as llama-server's --lora-scaled (after any --lora ones)"
 } as const satisfies CliOption;
 
-/** EngineOptions.loraAdapters from `--lora` and `--lora-scaled` (undefined: none); throws UsageError for a bad entry. */
-export function loraAdaptersValue(lora: string | undefined, loraScaled: string | undefined): LoraAdapter[] | undefined {
+/** `--lora-init-without-apply`: the adapters load at scale 0, for `POST /lora-adapters` to set later (llama-server's flag). */
+export const loraInitWithoutApplyFlag = {
+    type: "boolean",
+    description: "load the LoRA adapters at scale 0, to apply later with POST /lora-adapters, as llama-server's flag"
+} as const satisfies CliOption;
+
+/**
+ * EngineOptions.loraAdapters from `--lora` and `--lora-scaled` (undefined: none), every scale 0 with `withoutApply`
+ * (`--lora-init-without-apply`); throws UsageError for a bad entry.
+ */
+export function loraAdaptersValue(lora: string | undefined, loraScaled: string | undefined, withoutApply = false):
+LoraAdapter[] | undefined {
     const entries = (raw: string | undefined): string[] => raw === undefined ? [] : raw.split(",").map((entry) => entry.trim());
     const adapters: LoraAdapter[] = entries(lora).map((path) => ({path, scale: 1}));
     for (const entry of entries(loraScaled)) {
@@ -78,5 +88,7 @@ export function loraAdaptersValue(lora: string | undefined, loraScaled: string |
         throw new UsageError("--lora and --lora-scaled take file paths, comma-separated; one is empty");
     if (adapters.length > maxLoraAdapters)
         throw new UsageError(`at most ${maxLoraAdapters} LoRA adapters, got ${adapters.length}`);
-    return adapters.length === 0 ? undefined : adapters;
+    if (withoutApply && adapters.length === 0)
+        throw new UsageError("--lora-init-without-apply needs adapters (--lora or --lora-scaled)");
+    return adapters.length === 0 ? undefined : withoutApply ? adapters.map(({path}) => ({path, scale: 0})) : adapters;
 }

@@ -4,8 +4,8 @@ import {defaultSsePingIntervalS} from "../extension/host/net/eventStream.js";
 import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
-    gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue,
-    promptCacheFlag, promptCacheValue
+    gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraInitWithoutApplyFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue,
+    prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
 } from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
 import type {LoraAdapter} from "../protocol/loraAdapters.js";
@@ -31,6 +31,7 @@ export const serveCommandLine = {
         "gpu": gpuFlag,
         "lora": loraFlag,
         "lora-scaled": loraScaledFlag,
+        "lora-init-without-apply": loraInitWithoutApplyFlag,
         "max-waiting": {type: "string", placeholder: "N", description: `requests waiting for a sequence before new ones get 503 (default ${defaultMaxWaiting})`},
         "log-interval": {type: "string", placeholder: "S", description: "seconds between vLLM log lines (default 10)"},
         "sse-ping-interval": {type: "string", placeholder: "S", description: `seconds a stream may stay silent (waiting, evaluating a long prompt) before a keep-alive comment; -1 = never (default ${defaultSsePingIntervalS})`},
@@ -69,7 +70,7 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
     const prefillChunkTokens = prefillChunkValue(values["prefill-chunk"]);
     if (prefillChunkTokens !== undefined) options.prefillChunkTokens = prefillChunkTokens;
     if (values["context-size"] !== undefined) options.contextSize = integerValue("context-size", values["context-size"], 4096, 16, 1 << 22);
-    const loraAdapters = loraAdaptersValue(values.lora, values["lora-scaled"]);
+    const loraAdapters = loraAdaptersValue(values.lora, values["lora-scaled"], values["lora-init-without-apply"] === true);
     if (loraAdapters !== undefined) options.loraAdapters = loraAdapters;
     if (values["slot-save-path"] !== undefined) options.slotSavePath = directoryValue("slot-save-path", values["slot-save-path"]);
     return options;

@@ -32,6 +32,7 @@ import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
 import {PromptCache, type SavedPrompt} from "./promptCache.js";
+import {LoraScaleChanges} from "./loraScaleChanges.js";
 import {SlotActions} from "./slotActions.js";
 import {truncatePrompt} from "./promptTruncation.js";
 
@@ -147,6 +148,8 @@ export class Engine {
     private readonly embeddings: EmbeddingRunner;
     /** llama-server's slot save, restore and erase on the sequences. */
     private readonly slotActions: SlotActions<Slot>;
+    /** POST /lora-adapters: applied once no request runs; none starts while one waits. */
+    private readonly loraChanges: LoraScaleChanges;
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
     /** The most tokens one request may hold: its sequence's cells. */
@@ -200,6 +203,12 @@ export class Engine {
         const {threads, model: {vocabularySize}} = loaded.info;
         this.slotActions = new SlotActions<Slot>({reply: (done) => this.sink(done), maxTokens: this.sequenceCapacity, vocabularySize,
             onSlotFree: () => this.schedule()});
+        this.loraChanges = new LoraScaleChanges(loaded.info.loraAdapters, {context: loaded.context, reply: (done) => this.sink(done),
+            forgetCachedStates: async () => {
+                for (const slot of this.slots)
+                    await slot.sequence.clearHistory();
+                await this.promptCache?.clear();
+            }});
         this.embeddings = new EmbeddingRunner(loaded.model, this.sequenceCapacity, threads, vocabularySize, (event) => {
             if (event.kind === "inputProcessed")
                 this.stats?.counters.add(CounterSlot.promptTokensTotal, event.promptTokens);
@@ -256,6 +265,10 @@ export class Engine {
             case "tokenize": this.tokenize(message); break;
             case "detokenize": this.detokenize(message.seq, message.tokens); break;
             case "slotAction": this.slotActions.submit(this.slots[message.sequence], message); break;
+            case "setLoraScales":
+                this.loraChanges.submit(message);
+                this.schedule();
+                break;
             case "tokenizerInfo": this.sink({type: "tokenizerInfo", seq: message.seq, info: tokenizerInfo(this.loaded.model)}); break;
             case "shutdown": void this.dispose(); break;
         }
@@ -553,6 +566,13 @@ export class Engine {
 
     /** Starts waiting requests on free sequences; preempts for higher priority. */
     private schedule(): void {
+        if (this.loraChanges.holding) {
+            // Nothing starts (or is preempted for) until new LoRA scales are in: once no request or slot action runs.
+            if (this.loraChanges.ready && this.runningCount === 0 && this.slotActions.idle)
+                void this.loraChanges.apply().then(() => this.schedule());
+            this.updateQueueCounters();
+            return;
+        }
         // In queue order; a request pinned to a busy sequence (GenerateRequest.sequence) lets the ones behind it start.
         for (const next of [...this.queue]) {
             if (this.disposed)

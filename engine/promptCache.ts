@@ -54,6 +54,8 @@ export class PromptCache {
     private disposed = false;
     private failedSavesInARow = 0;
     private savingOff = false;
+    /** Bumped by `clear`: a save that began before it is stale. */
+    private generation = 0;
 
     private constructor(
         /** The cache's own directory. */
@@ -115,6 +117,7 @@ export class PromptCache {
         if (this.disposed || this.savingOff)
             return;
         const file = path.join(this.directory, `${this.nextFile++}.state`);
+        const generation = this.generation;
         let bytes: number;
         try {
             ({fileSize: bytes} = await sequence.saveStateToFile(file));
@@ -125,7 +128,7 @@ export class PromptCache {
             return;
         }
         this.failedSavesInARow = 0;
-        if (this.disposed)
+        if (this.disposed || generation !== this.generation)
             return void await fs.rm(file, {force: true});
         const superseded = this.saved.filter((prompt) => sharedPrefixLength(prompt.tokens, tokens) === prompt.tokens.length);
         const prompt: SavedPrompt = {tokens: [...tokens], file, bytes};
@@ -164,6 +167,17 @@ export class PromptCache {
         } finally {
             await fs.rm(prompt.file, {force: true});
         }
+    }
+
+    /**
+     * Forgets every saved state (their files go): they were computed with weights the model no longer runs with (new
+     * LoRA scales). A save under way now is dropped when it completes.
+     */
+    async clear(): Promise<void> {
+        this.generation++;
+        const dropped = this.saved.splice(0);
+        this.bytes = 0;
+        await Promise.all(dropped.map((prompt) => fs.rm(prompt.file, {force: true})));
     }
 
     /** Deletes the directory and everything in it (synchronously: it also runs as the engine process exits). */

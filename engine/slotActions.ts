@@ -38,6 +38,11 @@ export class SlotActions<Slot extends ActionSlot> {
         onSlotFree: () => void
     }) {}
 
+    /** Whether no action runs on any slot. */
+    get idle(): boolean {
+        return this.running.size === 0;
+    }
+
     /** Whether an action runs on `slot` (no request may start there). */
     busy(slot: Slot): boolean {
         return this.running.has(slot);

@@ -10,7 +10,7 @@ import {
     ProtocolError, expectArray, expectBoolean, expectInteger, expectNumber, expectNumberArray, expectObject, expectOneOf, expectString,
     isObject, optionalBoolean, optionalInteger, optionalNumber, optionalString, type JsonObject
 } from "./validation.js";
-import {parseLoraAdapters, type LoraAdapter} from "./loraAdapters.js";
+import {parseLoraAdapters, parseLoraScales, type LoraAdapter} from "./loraAdapters.js";
 
 export const finishReasons = ["stop", "length", "abort", "error"] as const;
 export type FinishReason = typeof finishReasons[number];
@@ -325,6 +325,11 @@ export type HostToEngine =
      * state to `file`, restore its state from `file`, or erase what it holds. Answered by `slotActionDone`.
      */
     | {type: "slotAction", seq: number, action: SlotAction, sequence: number, file?: string}
+    /**
+     * llama-server's `POST /lora-adapters`: every adapter's new scale (by id), applied once no request runs (until then no
+     * request starts). Answered by `loraScalesSet`.
+     */
+    | {type: "setLoraScales", seq: number, scales: number[]}
     | {type: "shutdown"};
 
 export const slotActions = ["save", "restore", "erase"] as const;
@@ -472,6 +477,8 @@ export type EngineToHost =
      * read; how long it took. Or why not (`error`; `errorCode` invalid_request: the file or the sequence, not the engine).
      */
     | {type: "slotActionDone", seq: number, tokens: number, bytes: number, ms: number, error?: string, errorCode?: RequestErrorCode}
+    /** The adapters with the scales they now run with; or why not (`error`, the adapters as they were). */
+    | {type: "loraScalesSet", seq: number, adapters: LoraAdapter[], error?: string}
     | {type: "rejected", reason: string}
     | {type: "log", level: EngineLogLevel, message: string};
 
@@ -760,6 +767,8 @@ export function parseHostToEngine(value: unknown): HostToEngine {
                 throw new ProtocolError(`slotAction.file: required to ${message.action}`);
             return file === undefined ? message : {...message, file};
         }
+        case "setLoraScales": return {type: "setLoraScales", seq: expectInteger(obj, "seq", "setLoraScales"),
+            scales: parseLoraScales(obj, "scales", "setLoraScales")};
         case "shutdown": return {type: "shutdown"};
         default: throw new ProtocolError(`unknown message type ${JSON.stringify(String(obj.type)).slice(0, 80)}`);
     }
@@ -982,6 +991,11 @@ export function parseEngineToHost(value: unknown): EngineToHost {
             const message: EngineToHost = {type: "tokenCount", seq: expectInteger(obj, "seq", "tokenCount"), count: expectInteger(obj, "count", "tokenCount")};
             const error = optionalString(obj, "error", "tokenCount", 2000);
             return error === undefined ? message : {...message, error};
+        }
+        case "loraScalesSet": {
+            const error = optionalString(obj, "error", "loraScalesSet", 2000);
+            return {type: "loraScalesSet", seq: expectInteger(obj, "seq", "loraScalesSet"), adapters: parseLoraAdapters(obj, "adapters", "loraScalesSet"),
+                ...error !== undefined ? {error} : {}};
         }
         case "slotActionDone": {
             const what = "slotActionDone";

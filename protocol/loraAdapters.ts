@@ -5,9 +5,10 @@
  * request's `lora` field ({@link parseRequestLora}) names scales by adapter id, and an adapter it leaves out has
  * scale 0, as llama-server reads it.
  *
- * node-llama-cpp applies adapters to a whole context, every sequence at once, so this server runs every request
- * with the scales set at start: a request whose `lora` asks for other scales is refused (400) rather than answered
- * by other weights than it asked for, and changing the scales at run time (`POST /lora-adapters`) is not offered.
+ * node-llama-cpp applies adapters to a whole context, every sequence at once, so this server runs every request with
+ * the server's current scales: a request whose `lora` asks for other scales is refused (400) rather than answered by
+ * other weights than it asked for. `POST /lora-adapters` ({@link parseLoraScalesBody}) changes the scales for every
+ * request, as llama-server's does for requests that name none; the engine applies them once no request runs.
  */
 import {ApiRequestError, fail} from "./openaiFields.js";
 import {ProtocolError, expectArray, expectNumber, expectObject, expectString, type JsonObject} from "./validation.js";
@@ -34,6 +35,15 @@ export function parseLoraAdapters(obj: JsonObject, key: string, what: string): L
     });
 }
 
+/** `obj[key]` as scales, one per adapter (`setLoraScales`); throws ProtocolError. */
+export function parseLoraScales(obj: JsonObject, key: string, what: string): number[] {
+    return expectArray(obj, key, what, maxLoraAdapters).map((value, i) => {
+        if (typeof value !== "number" || !Number.isFinite(value) || Math.abs(value) > maxLoraScale)
+            throw new ProtocolError(`${what}.${key}[${i}]: expected a number within ±${maxLoraScale}, got ${JSON.stringify(value)?.slice(0, 40)}`);
+        return value;
+    });
+}
+
 /** Checks adapters given as options; throws RangeError naming the bad one. */
 export function checkLoraAdapters(adapters: readonly LoraAdapter[]): void {
     if (adapters.length > maxLoraAdapters)
@@ -54,22 +64,32 @@ export function loraAdapterViews(adapters: readonly LoraAdapter[]): LoraAdapterV
  * A request's `lora` (`[{"id": 0, "scale": 0.5}, …]`) as the scale of each of the server's adapters (one left out: 0);
  * throws ApiRequestError (400) for a malformed list or an unknown id.
  */
-export function parseRequestLora(value: unknown, adapters: readonly LoraAdapter[]): number[] {
+export function parseRequestLora(value: unknown, adapters: readonly LoraAdapter[], field = "lora"): number[] {
     if (!Array.isArray(value))
-        fail("lora", "must be a list of {\"id\": N, \"scale\": X}");
+        fail(field, "must be a list of {\"id\": N, \"scale\": X}");
     const scales = adapters.map(() => 0);
     for (const item of value) {
         if (typeof item !== "object" || item === null || Array.isArray(item))
-            fail("lora", "each lora entry must be an object {\"id\": N, \"scale\": X}");
+            fail(field, "each entry must be an object {\"id\": N, \"scale\": X}");
         const {id, scale} = item as Record<string, unknown>;
         if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= adapters.length)
-            fail("lora", `${JSON.stringify(id)} is not an adapter id (this server has ${adapters.length === 0
+            fail(field, `${JSON.stringify(id)} is not an adapter id (this server has ${adapters.length === 0
                 ? "no LoRA adapters" : `adapters 0 to ${adapters.length - 1}; GET /lora-adapters lists them`})`);
         if (typeof scale !== "number" || !Number.isFinite(scale))
-            fail("lora", `adapter ${id}'s scale must be a number`);
+            fail(field, `adapter ${id}'s scale must be a number`);
         scales[id] = scale;
     }
     return scales;
+}
+
+/**
+ * `POST /lora-adapters`'s body as every adapter's new scale (one left out: 0, as llama-server sets it); throws
+ * ApiRequestError (400) for a body that is not such a list or names an unknown id (llama-server skips unknown ids).
+ */
+export function parseLoraScalesBody(value: unknown, adapters: readonly LoraAdapter[]): number[] {
+    if (!Array.isArray(value))
+        throw new ApiRequestError("Request body must be an array of {\"id\": N, \"scale\": X}", null);
+    return parseRequestLora(value, adapters, "body");
 }
 
 /** Refuses (400) a request's `lora` that asks for other scales than the server runs with. */
@@ -78,6 +98,7 @@ export function checkRequestLora(value: unknown, adapters: readonly LoraAdapter[
     const differing = adapters.findIndex((adapter, id) => scales[id] !== adapter.scale);
     if (differing >= 0)
         throw new ApiRequestError(`lora: adapter ${differing} at scale ${scales[differing]}, but this server applies every adapter with the ` +
-            `scale it was started with (${adapters.map((adapter, id) => `${id}: ${adapter.scale}`).join(", ")}); node-llama-cpp applies ` +
-            "adapters to all sequences at once, so per-request scales are not supported", "lora", 400, "invalid_request_error", "unsupported_lora");
+            `scale it runs with (${adapters.map((adapter, id) => `${id}: ${adapter.scale}`).join(", ")}); node-llama-cpp applies ` +
+            "adapters to all sequences at once, so per-request scales are not supported (POST /lora-adapters changes them for " +
+            "every request)", "lora", 400, "invalid_request_error", "unsupported_lora");
 }

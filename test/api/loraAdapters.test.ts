@@ -1,9 +1,10 @@
 /**
  * LoRA adapters as llama-server takes them (`--lora-scaled FILE:SCALE`, `GET /lora-adapters`, a request's `lora`),
  * against llama-server on the same model with the same adapter file: the same list, the same greedy tokens with the
- * adapter applied (which differ from the base model's), and clear refusals where node-llama-cpp cannot follow
- * llama-server (per-request scales, scales changed at run time). Then the engine's refusals of files that are not an
- * adapter for this model, each naming the file and why.
+ * adapter applied (which differ from the base model's), `POST /lora-adapters` changing the scales as llama-server's
+ * does (applied once running requests are done, cached states forgotten), and a clear refusal where node-llama-cpp
+ * cannot follow llama-server (per-request scales). Then the engine's refusals of files that are not an adapter for this
+ * model, each naming the file and why.
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -26,7 +27,7 @@ after(() => fs.rmSync(directory, {recursive: true, force: true}));
 
 async function prepared(): Promise<string> {
     if (!fs.existsSync(adapterPath))
-        await writeDemoLoraAdapter(adapterPath, model);
+        await writeDemoLoraAdapter(adapterPath, model, {attention: true});
     return await ensureDemoModel({...model, cacheDir: testCacheDir});
 }
 
@@ -75,21 +76,81 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.equal(chat.usage?.completion_tokens, 2);
     });
 
-    test("per-request scales other than the server's, an unknown adapter id and POST /lora-adapters are refused", async () => {
+    test("per-request scales other than the server's, and an unknown adapter id, are refused", async () => {
         const other = await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale: 0}]});
         assert.equal(other.status, 400);
         const error = other.body.error as {message: string, code: string};
         assert.equal(error.code, "unsupported_lora");
-        assert.match(error.message, /adapter 0 at scale 0, but this server applies every adapter with the scale it was started with \(0: 0\.5\)/);
+        assert.match(error.message, /adapter 0 at scale 0, but this server applies every adapter with the scale it runs with \(0: 0\.5\)/);
         // An adapter left out has scale 0, as llama-server reads it.
         assert.equal((await postJson(`${ours()}/v1/completions`, {model: "m", prompt: "Hi", max_tokens: 2, lora: []})).status, 400);
         const unknown = await postJson(`${ours()}/v1/chat/completions`, {model: "m", messages: [{role: "user", content: "Hi"}], lora: [{id: 3, scale: 1}]});
         assert.equal(unknown.status, 400);
         assert.match((unknown.body.error as {message: string}).message, /lora: 3 is not an adapter id \(this server has adapters 0 to 0/);
         assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", lora: "all"})).status, 400);
-        const post = await postJson(`${ours()}/lora-adapters`, [{id: 0, scale: 1}]);
-        assert.equal(post.status, 501);
-        assert.match((post.body.error as {message: string}).message, /--lora-scaled FILE:SCALE/);
+    });
+
+    test("POST /lora-adapters sets the scales as llama-server's does: the base model's tokens at 0, the adapter's again after", async () => {
+        const withAdapter = await greedyTokens(peer!.origin);
+        const base = await greedyTokens(peer!.origin, {lora: [{id: 0, scale: 0}]});
+        // Our sequence holds the prompt as computed with the adapter: after the change it must not be reused.
+        assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), withAdapter);
+        const listed = async (origin: string): Promise<number[]> =>
+            (await (await fetch(`${origin}/lora-adapters`)).json() as Array<{scale: number}>).map((adapter) => adapter.scale);
+        try {
+            for (const origin of [ours(), peer!.origin])
+                assert.deepEqual(await postJson(`${origin}/lora-adapters`, [{id: 0, scale: 0}]), {status: 200, body: {success: true}});
+            assert.deepEqual(await listed(ours()), [0]);
+            assert.deepEqual(await listed(peer!.origin), [0]);
+            assert.deepEqual(await greedyTokens(peer!.origin), base);
+            assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), base, "a state computed with the old scale was reused");
+            assert.deepEqual(await greedyTokens(ours()), base);
+            // A request's lora is now checked against the new scale.
+            assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale}]})).status, 400);
+            assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale: 0}]})).status, 200);
+            // The body's refusals: not a list, an unknown id, a scale that is not a number; nothing changes.
+            for (const body of [{id: 0, scale: 1}, [{id: 4, scale: 1}], [{id: 0, scale: "1"}]]) {
+                const refused = await postJson(`${ours()}/lora-adapters`, body);
+                assert.equal(refused.status, 400, JSON.stringify(body));
+            }
+            assert.match(((await postJson(`${ours()}/lora-adapters`, {})).body.error as {message: string}).message, /Request body must be an array/);
+            assert.deepEqual(await listed(ours()), [0]);
+        } finally {
+            for (const origin of [ours(), peer!.origin])
+                assert.equal((await postJson(`${origin}/lora-adapters`, [{id: 0, scale}])).status, 200);
+        }
+        assert.deepEqual(await listed(ours()), [scale]);
+        assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), withAdapter);
+    });
+
+    test("a change waits for the running request, which ends with the scales it started with", async () => {
+        const prompt = "Once upon a time there was";
+        const reference = await greedyTokens(ours(), {n_predict: 160});
+        // Streamed, so the change is asked for while the request runs.
+        const response = await fetch(`${ours()}/completion`, {method: "POST", headers: {"content-type": "application/json"},
+            body: JSON.stringify({prompt, n_predict: 160, temperature: 0, ignore_eos: true, cache_prompt: false, return_tokens: true, stream: true})});
+        const reader = response.body!.getReader();
+        const decoder = new TextDecoder();
+        let text = decoder.decode((await reader.read()).value, {stream: true});
+        const change = postJson(`${ours()}/lora-adapters`, [{id: 0, scale: 0}]).then((answer) => ({answer, at: performance.now()}));
+        try {
+            for (;;) {
+                const chunk = await reader.read();
+                if (chunk.done)
+                    break;
+                text += decoder.decode(chunk.value, {stream: true});
+            }
+            const streamEnded = performance.now();
+            const {answer, at} = await change;
+            assert.deepEqual(answer, {status: 200, body: {success: true}});
+            assert.ok(at >= streamEnded - 5, "the change answered before the running request was done");
+            const tokens = text.split("\n").filter((line) => line.startsWith("data: ")).flatMap((line) =>
+                (JSON.parse(line.slice(6)) as {tokens?: number[]}).tokens ?? []);
+            assert.deepEqual(tokens, reference, "the running request's tokens changed with the scales");
+        } finally {
+            await change;
+            assert.equal((await postJson(`${ours()}/lora-adapters`, [{id: 0, scale}])).status, 200);
+        }
     });
 });
 

@@ -3,14 +3,16 @@
  * "adapter", `adapter.type` "lora", `adapter.lora.alpha`, and for each adapted weight `W` of shape [in, out] (ggml
  * order) a pair `W.lora_a` [in, rank] and `W.lora_b` [rank, out]. It adapts `output.weight` only, with random
  * values large enough that the adapted model's greedy tokens differ from the base model's, and leaves the logits of
- * the tokens the demo model never samples (control tokens; with `textOnly`, bytes) as they are.
+ * the tokens the demo model never samples (control tokens; with `textOnly`, bytes) as they are. With `attention`, it
+ * also adapts the first layer's value projection (`blk.0.attn_v.weight`), so the KV cache a prompt leaves differs with
+ * the adapter too (an `output.weight` adapter changes only the logits).
  */
 import fs from "node:fs/promises";
 import {demoModelGgufSpec, demoNeverSampledTokens, type DemoModelOptions} from "../../engine/model/demoModel.js";
 import {writeGguf, type GgufTensorSpec} from "../../engine/model/ggufWriter.js";
 import {Xoshiro128} from "../../common/seededRandom.js";
 
-export type DemoLoraOptions = {rank?: number, seed?: number, alpha?: number};
+export type DemoLoraOptions = {rank?: number, seed?: number, alpha?: number, attention?: boolean};
 
 export async function writeDemoLoraAdapter(file: string, model: DemoModelOptions, options: DemoLoraOptions = {}): Promise<void> {
     const rank = options.rank ?? 8;
@@ -32,6 +34,14 @@ export async function writeDemoLoraAdapter(file: string, model: DemoModelOptions
         // Row t of lora_b (rank values) adds to token t's logit.
         {name: "output.weight.lora_b", dims: [rank, outputs], type: "F32", createSource: source(1, rank * demoNeverSampledTokens(model.textOnly === true))}
     ];
+    if (options.attention === true) {
+        const value = demoModelGgufSpec(model).tensors.find((tensor) => tensor.name === "blk.0.attn_v.weight");
+        if (value === undefined)
+            throw new Error("the demo model has no blk.0.attn_v.weight");
+        const [valueInputs, valueOutputs] = value.dims as [number, number];
+        tensors.push({name: "blk.0.attn_v.weight.lora_a", dims: [valueInputs, rank], type: "F32", createSource: source(1)},
+            {name: "blk.0.attn_v.weight.lora_b", dims: [rank, valueOutputs], type: "F32", createSource: source(1)});
+    }
     const handle = await fs.open(file, "w");
     try {
         await writeGguf(handle, [

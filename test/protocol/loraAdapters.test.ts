@@ -8,8 +8,8 @@ import {UsageError} from "../../cli/commandLine.js";
 import {loraAdaptersValue} from "../../cli/engineFlags.js";
 import {checkEngineOptions} from "../../protocol/engineOptions.js";
 import {parseEngineOptionsJson, serializeEngineOptions} from "../../protocol/engineOptionsTransfer.js";
-import {parseEngineInfo} from "../../protocol/engineMessages.js";
-import {checkRequestLora, parseRequestLora} from "../../protocol/loraAdapters.js";
+import {parseEngineInfo, parseEngineToHost, parseHostToEngine} from "../../protocol/engineMessages.js";
+import {checkRequestLora, parseLoraScalesBody, parseRequestLora} from "../../protocol/loraAdapters.js";
 import {ApiRequestError} from "../../protocol/openaiFields.js";
 import {readLoraAdaptersSetting} from "../../extension/vscode/loraAdaptersSetting.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
@@ -23,6 +23,29 @@ describe("LoRA adapters", () => {
         for (const bad of ["c.gguf", "c.gguf:", "c.gguf:x", "c.gguf:1e9", ":1"])
             assert.throws(() => loraAdaptersValue(undefined, bad), UsageError, bad);
         assert.throws(() => loraAdaptersValue("a.gguf,", undefined), /one is empty/);
+        // --lora-init-without-apply: every adapter at scale 0, for POST /lora-adapters to set.
+        assert.deepEqual(loraAdaptersValue("a.gguf", "b.gguf:0.5", true), [{path: "a.gguf", scale: 0}, {path: "b.gguf", scale: 0}]);
+        assert.throws(() => loraAdaptersValue(undefined, undefined, true), /needs adapters/);
+    });
+
+    test("POST /lora-adapters' body: every adapter's scale (one left out: 0); a body that is not a list is llama-server's 400", () => {
+        const adapters = [{path: "/a.gguf", scale: 1}, {path: "/b.gguf", scale: 0.5}];
+        assert.deepEqual(parseLoraScalesBody([{id: 1, scale: 2}], adapters), [0, 2]);
+        assert.deepEqual(parseLoraScalesBody([], adapters), [0, 0]);
+        assert.throws(() => parseLoraScalesBody({id: 0, scale: 1}, adapters), (error: unknown) =>
+            error instanceof ApiRequestError && error.status === 400 && /^Request body must be an array/.test(error.message));
+        assert.throws(() => parseLoraScalesBody([{id: 2, scale: 1}], adapters), /body: 2 is not an adapter id/);
+        assert.throws(() => parseLoraScalesBody([{id: 0, scale: "1"}], adapters), /body: adapter 0's scale must be a number/);
+    });
+
+    test("a scale change crosses to the engine and its answer back, validated", () => {
+        assert.deepEqual(parseHostToEngine({type: "setLoraScales", seq: 3, scales: [0, 0.5]}), {type: "setLoraScales", seq: 3, scales: [0, 0.5]});
+        for (const scales of [[Number.NaN], ["1"], [1e6], "x"])
+            assert.throws(() => parseHostToEngine({type: "setLoraScales", seq: 3, scales}), /setLoraScales\.scales/, JSON.stringify(scales));
+        const answer = {type: "loraScalesSet", seq: 3, adapters: [{path: "/a.gguf", scale: 0}]};
+        assert.deepEqual(parseEngineToHost(answer), answer);
+        assert.deepEqual(parseEngineToHost({...answer, error: "no"}), {...answer, error: "no"});
+        assert.throws(() => parseEngineToHost({...answer, adapters: [{path: "/a.gguf"}]}), /loraScalesSet\.adapters\[\]\.scale/);
     });
 
     test("a request's lora: scales by id, an adapter left out at 0; malformed lists and unknown ids are 400s naming the field", () => {

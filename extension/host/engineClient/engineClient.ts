@@ -9,6 +9,7 @@ import {
 } from "../../../protocol/engineMessages.js";
 import {maxClientLabelLength} from "../../../protocol/requestLifecycle.js";
 import {ChildProcessTransport} from "./childProcessTransport.js";
+import type {LoraAdapter} from "../../../protocol/loraAdapters.js";
 import type {EngineClientState, EngineLogLevel, EngineObserver, RejectedMessage} from "./engineObserver.js";
 import type {EngineStep} from "./engineStep.js";
 import type {EngineExit, EngineTransport} from "./engineTransport.js";
@@ -105,6 +106,7 @@ export class EngineClient {
     private readonly pendingSlotActions =
         new Map<number, {action: SlotAction, sequence: number, resolve: (done: SlotActionResult) => void,
             reject: (error: Error) => void}>();
+    private readonly pendingLoraChanges = new Map<number, {resolve: (adapters: LoraAdapter[]) => void, reject: (error: Error) => void}>();
     private countSeq = 0;
     private pingSeq = 0;
     private loadError: EngineLoadError | undefined;
@@ -323,6 +325,19 @@ export class EngineClient {
         });
     }
 
+    /**
+     * llama-server's `POST /lora-adapters`: every adapter's new scale (by id). The engine applies them once no request
+     * runs, starting none meanwhile; resolves with the adapters as they now run (also in `info`).
+     */
+    async setLoraScales(scales: readonly number[]): Promise<LoraAdapter[]> {
+        const transport = this.readyTransport();
+        const seq = this.countSeq++;
+        return await new Promise<LoraAdapter[]>((resolve, reject) => {
+            this.pendingLoraChanges.set(seq, {resolve, reject});
+            transport.send({type: "setLoraScales", seq, scales: [...scales]});
+        });
+    }
+
     /** The transport to ask a running engine something on; throws while none is ready. */
     private readyTransport(): EngineTransport {
         const transport = this.transport;
@@ -421,6 +436,21 @@ export class EngineClient {
                 }
                 return;
             }
+            case "loraScalesSet": {
+                const pending = this.pendingLoraChanges.get(message.seq);
+                this.pendingLoraChanges.delete(message.seq);
+                if (this.engineInfo !== undefined) {
+                    this.engineInfo = {...this.engineInfo, loraAdapters: message.adapters};
+                    // The engine forgot what every sequence held (it was computed with the old scales).
+                    for (let sequence = 0; sequence < this.engineInfo.parallel; sequence++)
+                        this.slots.slotAction(sequence, 0);
+                }
+                if (message.error !== undefined)
+                    pending?.reject(new Error(message.error));
+                else
+                    pending?.resolve(message.adapters);
+                return;
+            }
             case "rejected": this.reject("engine", message.reason); return;
             case "log": this.log(message.level, message.message); return;
         }
@@ -447,10 +477,13 @@ export class EngineClient {
         this.finishLocally(this.outputs.inFlightIds(), `engine exited (${exit.description})`);
         for (const resolve of this.pendingPongs.values())
             resolve({hostTime: Number.NaN, engineTime: Number.NaN});
-        for (const {reject} of [...this.pendingTokenizations.values(), ...this.pendingSlotActions.values()])
+        const pendingAsks = [...this.pendingTokenizations.values(), ...this.pendingSlotActions.values(),
+            ...this.pendingLoraChanges.values()];
+        for (const {reject} of pendingAsks)
             reject(new Error("the engine stopped"));
         this.pendingTokenizations.clear();
         this.pendingSlotActions.clear();
+        this.pendingLoraChanges.clear();
         for (const {reject} of this.pendingCounts.values())
             reject(new Error(`engine exited (${exit.description})`));
         this.pendingCounts.clear();

@@ -54,7 +54,7 @@ import {serveLlamaCompletion} from "../llamacpp/completionRoute.js";
 import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
 import {parseSlotAction, parseSlotId, runSlotAction, slotActionsOff, slotFile} from "../llamacpp/slotActionsRoute.js";
-import {loraAdapters} from "../llamacpp/loraAdaptersRoute.js";
+import {loraAdapters, setLoraAdapters} from "../llamacpp/loraAdaptersRoute.js";
 import {checkRequestLora} from "../../../protocol/loraAdapters.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
@@ -311,7 +311,8 @@ export class ApiServer {
         }
         if (pathname === "/lora-adapters") {
             requireMethod(method, ["GET", "HEAD", "POST"]);
-            return sendJson(response, 200, loraAdapters(method as "GET" | "HEAD" | "POST", this.engineForProps().info));
+            const {client, info} = this.engineForProps();
+            return sendJson(response, 200, method === "POST" ? await setLoraAdapters(client, info, await readJsonBody(request)) : loraAdapters(info));
         }
         if (pathname.startsWith("/slots/")) {
             requireMethod(method, ["POST"]);
