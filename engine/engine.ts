@@ -202,7 +202,7 @@ export class Engine {
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
         const {threads, model: {vocabularySize}} = loaded.info;
         this.slotActions = new SlotActions<Slot>({reply: (done) => this.sink(done), maxTokens: this.sequenceCapacity, vocabularySize,
-            onSlotFree: () => this.schedule()});
+            onSlotFree: () => this.schedule(), held: () => this.loraChanges.holding});
         this.loraChanges = new LoraScaleChanges(loaded.info.loraAdapters, {context: loaded.context, reply: (done) => this.sink(done),
             forgetCachedStates: async () => {
                 for (const slot of this.slots)
@@ -569,7 +569,10 @@ export class Engine {
         if (this.loraChanges.holding) {
             // Nothing starts (or is preempted for) until new LoRA scales are in: once no request or slot action runs.
             if (this.loraChanges.ready && this.runningCount === 0 && this.slotActions.idle)
-                void this.loraChanges.apply().then(() => this.schedule());
+                void this.loraChanges.apply().then(() => {
+                    this.slotActions.resume(this.slots);
+                    this.schedule();
+                });
             this.updateQueueCounters();
             return;
         }

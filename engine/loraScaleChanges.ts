@@ -53,6 +53,11 @@ export class LoraScaleChanges {
                 error: `expected ${this.adapters.length} scale${this.adapters.length === 1 ? "" : "s"} (one per adapter), got ${message.scales.length}`});
             return;
         }
+        // The scales already in force, with nothing else waiting: nothing to wait for or forget.
+        if (!this.holding && message.scales.every((scale, id) => scale === this.adapters[id]!.scale)) {
+            this.options.reply({type: "loraScalesSet", seq: message.seq, adapters: [...this.adapters]});
+            return;
+        }
         this.pending.push(message);
     }
 

@@ -35,7 +35,9 @@ export class SlotActions<Slot extends ActionSlot> {
         /** Tokens one sequence holds at most, and the vocabulary's size (undefined: unknown). */
         maxTokens: number, vocabularySize: number | undefined,
         /** A sequence an action held is free again. */
-        onSlotFree: () => void
+        onSlotFree: () => void,
+        /** Whether no action may start now (new LoRA scales wait to be applied); `resume` runs the ones that waited. */
+        held?: () => boolean
     }) {}
 
     /** Whether no action runs on any slot. */
@@ -54,7 +56,7 @@ export class SlotActions<Slot extends ActionSlot> {
             return this.refuse(message, "the engine is shutting down", "engine_error");
         if (slot === undefined)
             return this.refuse(message, "Invalid slot ID", "invalid_request");
-        if (slot.request !== undefined || this.running.has(slot)) {
+        if (slot.request !== undefined || this.running.has(slot) || this.options.held?.() === true) {
             const waiting = this.deferred.get(slot) ?? [];
             waiting.push(message);
             this.deferred.set(slot, waiting);
@@ -65,11 +67,20 @@ export class SlotActions<Slot extends ActionSlot> {
 
     /** A request left `slot`: runs the actions that waited for it. Returns whether one took the slot. */
     takeFreed(slot: Slot): boolean {
+        if (this.options.held?.() === true)
+            return false;
         const next = this.deferred.get(slot)?.shift();
         if (next === undefined)
             return false;
         void this.run(slot, next);
         return true;
+    }
+
+    /** No longer held: runs the actions that waited on `slots` where no request runs. */
+    resume(slots: readonly Slot[]): void {
+        for (const slot of slots)
+            if (slot.request === undefined && !this.running.has(slot))
+                this.takeFreed(slot);
     }
 
     /** Refuses every action still waiting; running ones finish. */

@@ -46,7 +46,10 @@ async function greedyTokens(origin: string, extra: Record<string, unknown> = {})
 
 const suite = "LoRA adapters, against llama-server with the same adapter";
 describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
-    const api = apiForSuite(async () => ({modelPath: await prepared(), contextSize: 512, parallel: 2, loraAdapters: [{path: adapterPath, scale}]}));
+    const slotDirectory = fs.mkdtempSync(path.join(os.tmpdir(), "im-lora-slots-"));
+    after(() => fs.rmSync(slotDirectory, {recursive: true, force: true}));
+    const api = apiForSuite(async () => ({modelPath: await prepared(), contextSize: 512, parallel: 2, loraAdapters: [{path: adapterPath, scale}]}),
+        {slotSavePath: slotDirectory});
     let peer: LlamaServer | undefined;
     before(async () => {
         peer = await startLlamaServer({binary: await buildLlamaServer(), model: await prepared(),
@@ -133,6 +136,9 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         const decoder = new TextDecoder();
         let text = decoder.decode((await reader.read()).value, {stream: true});
         const change = postJson(`${ours()}/lora-adapters`, [{id: 0, scale: 0}]).then((answer) => ({answer, at: performance.now()}));
+        // A slot action on the other, free sequence waits for the change too (it would work on a state the change forgets).
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const erased = postJson(`${ours()}/slots/1?action=erase`, {}).then((answer) => ({...answer, at: performance.now()}));
         try {
             for (;;) {
                 const chunk = await reader.read();
@@ -144,6 +150,9 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             const {answer, at} = await change;
             assert.deepEqual(answer, {status: 200, body: {success: true}});
             assert.ok(at >= streamEnded - 5, "the change answered before the running request was done");
+            const erase = await erased;
+            assert.equal(erase.status, 200, JSON.stringify(erase.body));
+            assert.ok(erase.at >= at, "a slot action ran while the change waited");
             const tokens = text.split("\n").filter((line) => line.startsWith("data: ")).flatMap((line) =>
                 (JSON.parse(line.slice(6)) as {tokens?: number[]}).tokens ?? []);
             assert.deepEqual(tokens, reference, "the running request's tokens changed with the scales");
