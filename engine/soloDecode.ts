@@ -5,7 +5,7 @@
  * decodes, fits them to a batch, takes a dispose guard and the threads, decodes, maps the logits through promises, and
  * resolves each sequence's decode, whose loop then books the tokens. With one request decoding that is all one token,
  * and its JavaScript runs between the sample of a token and the decode of the next, where the native thread waits: on
- * the 2-vCPU VM 56–130 µs of a ~1.1 ms token at concurrency 1 (demo `small` q4_0, 2026-12-07, timed at the native
+ * the 2-vCPU VM 56–270 µs of a ~1.1 ms token at concurrency 1 (demo `small` q4_0, 2026-12-07, timed at the native
  * calls), against llama-server's ~1.0 ms whole token.
  *
  * When a lone request decodes ahead (leanDecode.ts: nobody else's decode is meant to share the batch), this makes the

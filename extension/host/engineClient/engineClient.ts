@@ -440,10 +440,13 @@ export class EngineClient {
                 const pending = this.pendingLoraChanges.get(message.seq);
                 this.pendingLoraChanges.delete(message.seq);
                 if (this.engineInfo !== undefined) {
+                    const before = this.engineInfo.loraAdapters;
                     this.engineInfo = {...this.engineInfo, loraAdapters: message.adapters};
-                    // The engine forgot what every sequence held (it was computed with the old scales).
-                    for (let sequence = 0; sequence < this.engineInfo.parallel; sequence++)
-                        this.slots.slotAction(sequence, 0);
+                    // An applied change (new scales, or a failure on the way) made the engine forget what every sequence
+                    // held; the scales already in force were answered without it.
+                    if (message.error !== undefined || message.adapters.some((adapter, id) => adapter.scale !== before[id]?.scale))
+                        for (let sequence = 0; sequence < this.engineInfo.parallel; sequence++)
+                            this.slots.slotAction(sequence, 0);
                 }
                 if (message.error !== undefined)
                     pending?.reject(new Error(message.error));
