@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 import {warnGpuFallbacks} from "./gpuFallbackWarnings.js";
 import {errorMessage} from "../common/errorMessage.js";
@@ -8,6 +9,7 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
+import {dropOptimizingCompilers} from "./v8Compilers.js";
 import {formatCount, formatLoraAdapters, formatPromptCache} from "../common/format.js";
 
 /**
@@ -20,6 +22,10 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
     const {options} = commandLine;
+    if (dropOptimizingCompilers(options.threads))
+        io.stderr(`note: V8's optimizing compilers are off in this process and the engine's (${formatCount(os.availableParallelism(), "core")} ` +
+            `for ${options.threads !== undefined ? formatCount(options.threads, "compute thread") : "the default compute threads"}): ` +
+            "their background compiles would delay the engine's tokens\n");
     const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), logIntervalS: options.logIntervalS});
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",

@@ -4,6 +4,7 @@
  * port and a network bind without a key are clear errors.
  */
 import assert from "node:assert/strict";
+import os from "node:os";
 import {describe, test} from "node:test";
 import OpenAI from "openai";
 import {busyPort, runCli} from "../helpers/runCli.js";
@@ -45,6 +46,9 @@ describe("inference-monitor serve", () => {
         assert.match(run.stdout, /OpenAI-compatible API: http:\/\/127\.0\.0\.1:\d+\/v1\n/);
         assert.match(run.stdout, /Stopping/);
         assert.match(run.stdout, /^Ready: .*, 2 sequences, 1 thread, .*, prefill chunk 40 tokens\. Ctrl-C stops\.$/m);
+        // V8's optimizing compilers go off in serve's own process where they go off in the engine's (cores < threads + 3).
+        const compilersOff = /^note: V8's optimizing compilers are off in this process and the engine's \(\d+ cores? for 1 compute thread\)/m;
+        assert.equal(compilersOff.test(run.stderr), os.availableParallelism() < 1 + 3, run.stderr);
     });
 
     test("a port in use is a clear error naming the flag, exit 1; a network bind without a key is refused", async () => {

@@ -15,9 +15,21 @@ import {defaultThreads} from "../../../protocol/engineOptions.js";
  * with a resolved chat wrapper: median 2.4 ms with the defaults, 3.2 ms without.
  */
 export function engineExecArgv(threads: number | undefined, cores = os.availableParallelism()): string[] {
+    return leavesNoCoreForCompilers(threads, cores) ? [...noOptimizingCompilers] : [];
+}
+
+/** V8's flags that leave a process's JavaScript to its interpreter and baseline compiler. */
+export const noOptimizingCompilers = ["--no-turbofan", "--no-maglev"] as const;
+
+/**
+ * Whether llama.cpp's compute threads, the engine's and one host process's main threads leave no core for V8's
+ * compiler threads: cores < threads + 3. The engine (`engineExecArgv`) and `serve`'s own process
+ * (`cli/v8Compilers.ts`) drop the optimizing compilers there.
+ */
+export function leavesNoCoreForCompilers(threads: number | undefined, cores = os.availableParallelism()): boolean {
     // Without `threads` the engine picks them once it has read the model (defaultThreads): the host counts the small-model
-    // default. The flags come out the same for a large model on machines of up to 4 cores and on ones with SMT; a large
+    // default. The answer comes out the same for a large model on machines of up to 4 cores and on ones with SMT; a large
     // model on 5+ cores without SMT keeps V8's optimizing compilers although its threads take every core.
     const computeThreads = threads ?? defaultThreads(cores);
-    return cores < computeThreads + 3 ? ["--no-turbofan", "--no-maglev"] : [];
+    return cores < computeThreads + 3;
 }
