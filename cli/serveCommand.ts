@@ -11,6 +11,7 @@ import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
 import {dropOptimizingCompilers} from "./v8Compilers.js";
 import {formatCount, formatLoraAdapters, formatPromptCache} from "../common/format.js";
+import {defaultThreads} from "../protocol/engineOptions.js";
 
 /**
  * `inference-monitor serve`: the engine behind an OpenAI-compatible API, with `/metrics` and the live
@@ -22,10 +23,11 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     if ("exitCode" in commandLine)
         return commandLine.exitCode;
     const {options} = commandLine;
-    if (dropOptimizingCompilers(options.threads))
-        io.stderr(`note: V8's optimizing compilers are off in this process and the engine's (${formatCount(os.availableParallelism(), "core")} ` +
-            `for ${options.threads !== undefined ? formatCount(options.threads, "compute thread") : "the default compute threads"}): ` +
-            "their background compiles would delay the engine's tokens\n");
+    if (dropOptimizingCompilers(options.threads)) {
+        const cores = os.availableParallelism();
+        io.stderr(`note: V8's optimizing compilers are off in this process and the engine's (${formatCount(cores, "core")} for ` +
+            `${formatCount(options.threads ?? defaultThreads(cores), "compute thread")}): their background compiles would delay the engine's tokens\n`);
+    }
     const pipeline = await StatsPipeline.create({writeLogLine: (line) => io.stderr(`${line}\n`), logIntervalS: options.logIntervalS});
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",
