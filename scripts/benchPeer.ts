@@ -1,6 +1,6 @@
 /**
  * `npm run bench:peer -- [--json FILE] [--repeats N] [--quick] [--kernels-only] [--dtype f16|q8_0|q4_0] [--cpu-backend FILE]
- *     [--points 1,4,8,poisson] [--prefix-cache on|off|both] [--targets ipc,http]`
+ *     [--points 1,4,8,poisson] [--prefix-cache on|off|both] [--targets ipc,http] [--warmups N]`
  *
  * Us against llama.cpp's own server, side by side in one run: the same serving benchmark (the demo
  * `small` model, 32 prompts of ~48 tokens, exactly 64 output tokens each with ignore_eos, the bench's
@@ -54,13 +54,16 @@
  * `--points`, `--prefix-cache` and `--targets` run part of the matrix (scripts/peerSelection.ts), so that more repeats
  * of one cell fit in the same time. With two repeats or more each cell also gets its per-repeat ratios' median and
  * interval (scripts/peerRatios.ts).
+ * `--warmups N` sends every fresh server or engine N copies of the run's first request before its clock starts (the
+ * bench's `--num-warmups`, at most the concurrency at once), so that a run measures a warmed-up server: V8's JIT in
+ * `serve` and the host, llama-server's first-request costs. Default 0: the servers are measured from cold, as before.
  *
  * A benchmark, not a test: do not run it next to other measurements.
  */
 import fs from "node:fs";
 import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
-import {choiceValue} from "../cli/optionValues.js";
+import {choiceValue, integerValue} from "../cli/optionValues.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
@@ -86,7 +89,8 @@ const {values} = parseArgs({options: {
     ["cpu-backend"]: {type: "string"},
     points: {type: "string", default: "1,4,8,poisson"},
     ["prefix-cache"]: {type: "string", default: "both"},
-    targets: {type: "string", default: "ipc,http"}
+    targets: {type: "string", default: "ipc,http"},
+    warmups: {type: "string", default: "0"}
 }, strict: true});
 
 const quick = values.quick === true;
@@ -95,9 +99,10 @@ if (!Number.isSafeInteger(repeats) || repeats < 1)
     throw new Error(`--repeats must be an integer >= 1, got ${values.repeats}`);
 
 const dtype = choiceValue("dtype", values.dtype, demoModelDtypes, "f16");
+const warmups = integerValue("warmups", values.warmups, 0, 0);
 
 const workload = {model: `demo small (textOnly, ${dtype})`, numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
-    threads: 1, parallel: 4, contextPerSequence: 4096};
+    threads: 1, parallel: 4, contextPerSequence: 4096, warmups};
 /** llama-server's flags after `-m MODEL --host 127.0.0.1 --port P`. */
 const llamaServerArgs = ["-t", String(workload.threads), "-tb", String(workload.threads), "-np", String(workload.parallel),
     "-c", String(workload.contextPerSequence * workload.parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--min-p", "0",
@@ -114,10 +119,13 @@ type Target = PeerTarget;
 
 function benchArgs(point: LoadPoint, numPrompts = workload.numPrompts): string[] {
     return ["--num-prompts", String(numPrompts), "--input-len", String(workload.inputLen), "--output-len", String(workload.outputLen),
-        "--seed", String(workload.seed), "--no-progress",
+        "--seed", String(workload.seed), "--no-progress", ...(workload.warmups > 0 ? ["--num-warmups", String(workload.warmups)] : []),
         ...(point.concurrency !== undefined ? ["--max-concurrency", String(point.concurrency)] : []),
         ...(Number.isFinite(point.rate) ? ["--request-rate", String(point.rate)] : [])];
 }
+
+/** What a server generates for the warm-ups before a run's clock starts (its /metrics counts them). */
+const warmupTokens = workload.warmups * workload.outputLen;
 
 /** Throws unless the run is complete: 0 failures, every token there, the server's own counts. */
 function check(label: string, metrics: BenchMetrics, expected: number, results?: readonly HttpRequestResult[]): void {
@@ -162,8 +170,8 @@ async function httpRun(modelPath: string, point: LoadPoint, prefixCache: boolean
         check("http", run.metrics, expected, run.results);
         const metrics = await (await fetch(`${server.baseUrl.replace(/\/v1$/, "")}/metrics`)).text();
         const served = Number(/^vllm:generation_tokens_total\{[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
-        if (served !== expected)
-            throw new Error(`http: the server counted ${served} generated tokens, expected ${expected}`);
+        if (served !== expected + warmupTokens)
+            throw new Error(`http: the server counted ${served} generated tokens, expected ${expected + warmupTokens}`);
         return run.metrics;
     } finally {
         await server.stop();
@@ -180,8 +188,8 @@ async function llamaRun(binary: string, modelPath: string, point: LoadPoint, pre
         const expected = options.numPrompts * workload.outputLen;
         check("llama-server", run.metrics, expected, run.results);
         const served = await llamaServerCounter(server.origin, "llamacpp:tokens_predicted_total");
-        if (served !== expected)
-            throw new Error(`llama-server: its /metrics counted ${served} predicted tokens, expected ${expected}`);
+        if (served !== expected + warmupTokens)
+            throw new Error(`llama-server: its /metrics counted ${served} predicted tokens, expected ${expected + warmupTokens}`);
         return run.metrics;
     } finally {
         await server.stop();
@@ -250,7 +258,8 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
     const caches = selection.caches;
     console.log(`workload: ${workload.numPrompts} prompts, input ~${workload.inputLen}, output ${workload.outputLen} (ignore_eos), temperature ` +
         `${workload.temperature}, seed ${workload.seed}; ${workload.model} (${modelPath}); ${workload.threads} thread, ${workload.parallel} sequences × ` +
-        `${workload.contextPerSequence} cells; ${repeats} repeat${repeats > 1 ? "s" : ""}, a fresh server/engine per run`);
+        `${workload.contextPerSequence} cells; ${repeats} repeat${repeats > 1 ? "s" : ""}, a fresh server/engine per run` +
+        `${workload.warmups > 0 ? `, each first sent ${workload.warmups} warm-up request${workload.warmups > 1 ? "s" : ""}` : ""}`);
     console.log(`llama-server ${version}: ${binary} -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs.join(" ")}; ` +
         "prefix cache off: cache_prompt: false in every request");
     if (cpuBackend !== undefined)
@@ -343,7 +352,8 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
         fs.writeFileSync(values.json, JSON.stringify({
             workload: {model: workload.model, model_path: modelPath, num_prompts: workload.numPrompts, input_len: workload.inputLen,
                 output_len: workload.outputLen, seed: workload.seed, temperature: workload.temperature, threads: workload.threads,
-                parallel: workload.parallel, context_per_sequence: workload.contextPerSequence, repeats, quick, targets,
+                parallel: workload.parallel, context_per_sequence: workload.contextPerSequence, warmups: workload.warmups,
+                repeats, quick, targets,
                 prefix_cache: caches.map(cacheName),
                 poisson_rate: poisson?.rate ?? null,
                 load_points: points.map((p) => ({concurrency: p.concurrency ?? null, request_rate: Number.isFinite(p.rate) ? p.rate : "inf"})),
