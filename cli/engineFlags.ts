@@ -3,7 +3,7 @@ import type {CliOption} from "./commandLine.js";
 import {defaultEngineOptions, defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../protocol/engineOptions.js";
 import {choiceValue, integerValue} from "./optionValues.js";
 import {UsageError} from "./commandLine.js";
-import {maxLoraAdapters, maxLoraScale, type LoraAdapter} from "../protocol/loraAdapters.js";
+import {isLoraScale, maxLoraAdapters, maxLoraScale, type LoraAdapter} from "../protocol/loraAdapters.js";
 
 /** `--prefix-cache on|off`: EngineOptions.prefixCache (protocol/engineOptions.ts). */
 export const prefixCacheFlag = {
@@ -80,7 +80,7 @@ LoraAdapter[] | undefined {
     for (const entry of entries(loraScaled)) {
         const colon = entry.lastIndexOf(":");
         const scale = colon < 0 || entry.slice(colon + 1).trim() === "" ? NaN : Number(entry.slice(colon + 1));
-        if (!Number.isFinite(scale) || Math.abs(scale) > maxLoraScale)
+        if (!isLoraScale(scale))
             throw new UsageError(`--lora-scaled takes FILE:SCALE with a number within ±${maxLoraScale}, got ${JSON.stringify(entry)}`);
         adapters.push({path: entry.slice(0, colon), scale});
     }

@@ -24,12 +24,17 @@ export const maxLoraAdapters = 64;
 /** The largest |scale| accepted (llama.cpp takes any float; beyond this, a typo). */
 export const maxLoraScale = 1000;
 
+/** Whether `scale` is one this server takes: finite, within ±maxLoraScale (every way a scale comes in checks this). */
+export function isLoraScale(scale: number): boolean {
+    return Number.isFinite(scale) && Math.abs(scale) <= maxLoraScale;
+}
+
 /** `obj[key]` as adapters (EngineOptions.loraAdapters, EngineInfo.loraAdapters); throws ProtocolError. */
 export function parseLoraAdapters(obj: JsonObject, key: string, what: string): LoraAdapter[] {
     return expectArray(obj, key, what, maxLoraAdapters).map((item) => {
         const adapter = expectObject(item, `${what}.${key}[]`);
         const scale = expectNumber(adapter, "scale", `${what}.${key}[]`);
-        if (Math.abs(scale) > maxLoraScale)
+        if (!isLoraScale(scale))
             throw new ProtocolError(`${what}.${key}[].scale: ${scale} is beyond ±${maxLoraScale}`);
         return {path: expectString(adapter, "path", `${what}.${key}[]`, 4096), scale};
     });
@@ -38,7 +43,7 @@ export function parseLoraAdapters(obj: JsonObject, key: string, what: string): L
 /** `obj[key]` as scales, one per adapter (`setLoraScales`); throws ProtocolError. */
 export function parseLoraScales(obj: JsonObject, key: string, what: string): number[] {
     return expectArray(obj, key, what, maxLoraAdapters).map((value, i) => {
-        if (typeof value !== "number" || !Number.isFinite(value) || Math.abs(value) > maxLoraScale)
+        if (typeof value !== "number" || !isLoraScale(value))
             throw new ProtocolError(`${what}.${key}[${i}]: expected a number within ±${maxLoraScale}, got ${JSON.stringify(value)?.slice(0, 40)}`);
         return value;
     });
@@ -51,7 +56,7 @@ export function checkLoraAdapters(adapters: readonly LoraAdapter[]): void {
     for (const {path, scale} of adapters) {
         if (path === "")
             throw new RangeError("a LoRA adapter's path is empty");
-        if (!Number.isFinite(scale) || Math.abs(scale) > maxLoraScale)
+        if (!isLoraScale(scale))
             throw new RangeError(`the LoRA adapter ${path}'s scale must be a number within ±${maxLoraScale}, got ${scale}`);
     }
 }
@@ -75,8 +80,9 @@ export function parseRequestLora(value: unknown, adapters: readonly LoraAdapter[
         if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= adapters.length)
             fail(field, `${JSON.stringify(id)} is not an adapter id (this server has ${adapters.length === 0
                 ? "no LoRA adapters" : `adapters 0 to ${adapters.length - 1}; GET /lora-adapters lists them`})`);
-        if (typeof scale !== "number" || !Number.isFinite(scale))
-            fail(field, `adapter ${id}'s scale must be a number`);
+        // The engine takes no scale beyond ±maxLoraScale (parseLoraScales): refused here, a clear 400, not a lost message.
+        if (typeof scale !== "number" || !isLoraScale(scale))
+            fail(field, `adapter ${id}'s scale must be a number within ±${maxLoraScale}`);
         scales[id] = scale;
     }
     return scales;

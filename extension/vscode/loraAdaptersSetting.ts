@@ -1,4 +1,4 @@
-import {maxLoraAdapters, maxLoraScale, type LoraAdapter} from "../../protocol/loraAdapters.js";
+import {isLoraScale, maxLoraAdapters, type LoraAdapter} from "../../protocol/loraAdapters.js";
 import {isObject} from "../../protocol/validation.js";
 
 /**
@@ -12,7 +12,7 @@ export function readLoraAdaptersSetting(value: unknown): LoraAdapter[] {
         if (!isObject(entry) || typeof entry.path !== "string" || entry.path.trim() === "")
             continue;
         const scale = entry.scale ?? 1;
-        if (typeof scale !== "number" || !Number.isFinite(scale) || Math.abs(scale) > maxLoraScale)
+        if (typeof scale !== "number" || !isLoraScale(scale))
             continue;
         adapters.push({path: entry.path.trim(), scale});
     }

@@ -36,6 +36,8 @@ describe("LoRA adapters", () => {
             error instanceof ApiRequestError && error.status === 400 && /^Request body must be an array/.test(error.message));
         assert.throws(() => parseLoraScalesBody([{id: 2, scale: 1}], adapters), /body: 2 is not an adapter id/);
         assert.throws(() => parseLoraScalesBody([{id: 0, scale: "1"}], adapters), /body: adapter 0's scale must be a number/);
+        // Beyond what the engine's setLoraScales takes: a 400 here, not a message the engine rejects and never answers.
+        assert.throws(() => parseLoraScalesBody([{id: 0, scale: 5000}], adapters), /body: adapter 0's scale must be a number within ±1000/);
     });
 
     test("a scale change crosses to the engine and its answer back, validated", () => {
