@@ -190,7 +190,12 @@ export class Engine {
         /** Saved states of sequences whose tokens were replaced (EngineOptions.promptCacheMiB); undefined: off. */
         private readonly promptCache: PromptCache | undefined
     ) {
-        this.barrier = new StepBarrier(loaded.context.batchSize, () => this.onStepEnd());
+        this.barrier = new StepBarrier(loaded.context.batchSize, {
+            onStepEnd: () => this.onStepEnd(),
+            // Not where a step of two goes as two batches (decodePairs.ts): those go through node-llama-cpp's dispatch, which splits them.
+            mayDecodeAhead: () => this.prefilling === 0 && this.queue.length === 0 &&
+                !(this.pairSplit !== undefined && this.barrier.memberCount === 2)
+        });
         this.pairSplit = splitsDecodePairs(loaded.decodePairCost) ? DecodePairSplit.of(loaded.context) : undefined;
         this.grammars = new ResponseGrammars(loaded.llama, loaded.model, loaded.LlamaGrammarEvaluationState);
         this.sequenceCapacity = loaded.context.contextSize;
@@ -859,16 +864,25 @@ export class Engine {
                 // distribution over and mapping it (at temperature 0 every vocabulary entry: 114 vs 21 ms per token on a
                 // 150k-token vocabulary, 7–10 ms without either).
                 const wanted = request.logprobs === undefined ? {} : request.logprobs === 0 ? {confidence: true} : {probabilities: true};
+                let tokenReported = false;
+                const stepMember = member;
                 const tokens = generateTokens(slot.sequence, next === 0 ? input : input.slice(next), wanted, {
                     ...request.sampling,
                     temperature: request.temperature === 0 && request.sampling.xtc !== undefined
                         ? xtcGreedyTemperature : request.temperature,
                     ...(request.topP !== undefined ? {topP: request.topP} : {}),
                     seed: samplerSeed(request.seed + request.generated.length)
-                }, (token) => this.decodesAhead(request, token));
+                }, (token) => {
+                    tokenReported = true;
+                    return this.decodesAhead(request, stepMember, token);
+                });
                 for await (const output of tokens) {
                     const t = nowMs();
                     const {token, probabilities, confidence} = output;
+                    // A token the loop could not offer to decode ahead (its next sample reads this work): the others' wait.
+                    if (!tokenReported)
+                        void this.barrier.tokenIn(member, "waits");
+                    tokenReported = false;
                     if (prefillPending) {
                         prefillPending = false;
                         decoding = true;
@@ -957,14 +971,18 @@ export class Engine {
 
     /**
      * Whether a request's sampled token may be decoded before the engine handles it (leanDecode.ts, `DecodeAhead`): when
-     * it runs alone, with no prompt waiting to share its next step, and the token cannot end it. At concurrency 1 the
-     * engine's per-token work then runs beside the next decode instead of ahead of it. A stop string, a line limit or a
-     * cancel found in that work leaves one more token decoded in the sequence, which its prefix cache then holds.
+     * no prompt waits to share its next step and the token cannot end it. The engine's per-token work then runs beside
+     * the next decode instead of ahead of it. Alone, at once; with others, once every running request has its token of
+     * the step (`StepBarrier.tokenIn`), all in one batch. A stop string, a line limit or a cancel found in that work
+     * leaves one more token decoded in the sequence, which its prefix cache then holds.
      */
-    private decodesAhead(request: ActiveRequest, token: Token): boolean {
+    private decodesAhead(request: ActiveRequest, member: StepMember, token: Token): boolean | Promise<number> {
         const generated = request.generated.length + 1;
-        return this.barrier.memberCount === 1 && this.prefilling === 0 && this.queue.length === 0 && request.stop === undefined &&
-            generated < request.maxTokens && this.tokenEnding(request, token, generated) === undefined;
+        const goesOn = request.stop === undefined && generated < request.maxTokens &&
+            this.tokenEnding(request, token, generated) === undefined;
+        if (this.barrier.memberCount > 1)
+            return this.barrier.tokenIn(member, goesOn ? "continues" : "ends");
+        return goesOn && this.prefilling === 0 && this.queue.length === 0;
     }
 
     /** Whether `token`, the request's `generated`-th, ends its answer: see `recordToken`. */

@@ -82,12 +82,15 @@ export function generateTokens(
 /**
  * Asked with each sampled token before it is yielded: true queues that token's decode at once, before the caller
  * handles the token, so the caller's per-token work runs beside the decode instead of ahead of it. The caller
- * answers true only where the token will be fed back (it cannot end the output) and no other sequence's decode is
- * meant to share the batch. If the caller stops after all, the sequence holds that one more token, decoded. Never
- * asked where a sampling option is a function (a penalty window, token bans or a grammar state read per token): those
- * read the caller's state, which has not seen the token yet.
+ * answers true only where the token will be fed back (it cannot end the output). A boolean: no other sequence's decode
+ * is meant to share the batch, so the decode goes at once (straight on the native context where it can be). A promise:
+ * other sequences' decodes are to share it; it resolves, once theirs are in, with how many sequences decode ahead now,
+ * this one included (0: none, the caller feeds the token back once it has handled it): their loops hand their tokens over
+ * in the same turn, and they go in one batch (SoloDecode.gather). If the caller stops after all, the sequence holds
+ * that one more token, decoded. Never asked where a sampling option is a function (a penalty window, token bans or a
+ * grammar state read per token): those read the caller's state, which has not seen the token yet.
  */
-export type DecodeAhead = (token: Token) => boolean;
+export type DecodeAhead = (token: Token) => boolean | Promise<number>;
 
 async function* leanLoop(internals: SequenceInternals, tokens: Token[], confidence: boolean, options: SamplerOptions,
                          decodeAhead: DecodeAhead): AsyncGenerator<GeneratedToken, void, undefined> {
@@ -140,17 +143,25 @@ async function* leanLoop(internals: SequenceInternals, tokens: Token[], confiden
             const token: Token | -1 | undefined = Array.isArray(result) ? result[0] : result;
             if (token === undefined || token === -1)
                 throw new Error("Failed to sample next token");
-            if (!readsCaller && decodeAhead(token)) {
-                // Straight on the native context where nothing else is in the way (soloDecode.ts), else through node-llama-cpp.
+            const ahead: boolean | Promise<number> = readsCaller ? false : decodeAhead(token);
+            if (ahead === true) {
+                // Alone: straight on the native context where nothing else is in the way (soloDecode.ts), else through
+                // node-llama-cpp, dispatched now.
                 const soloDecoding: Promise<NativeSample> | undefined = solo?.tryDecode(sequence, token, sample);
-                const next = soloDecoding === undefined ? decode([token], true) : undefined;
-                const nextDecode: Promise<NativeSample | undefined> = soloDecoding ?? next!.result;
-                decoding = nextDecode;
-                // Its failure is thrown when the loop goes on, or dropped when the caller stops first.
-                nextDecode.catch(() => undefined);
+                const next: ReturnType<typeof decode> | undefined = soloDecoding === undefined ? decode([token], true) : undefined;
+                decoding = soloDecoding ?? next!.result;
                 // The caller's work on this token then runs while the native side decodes the next (a solo decode is queued).
                 await next?.queued;
+            } else if (ahead !== false) {
+                // With the others stepping with it: in one batch with theirs, straight on the native context where it can be,
+                // else queued for node-llama-cpp's next dispatch, which batches them.
+                const together: number = await ahead;
+                const viaNodeLlamaCpp = (): Promise<NativeSample | undefined> => decode([token]).result;
+                if (together > 0)
+                    decoding = solo !== undefined ? solo.gather(together, {sequence, token, sample}, viaNodeLlamaCpp) : viaNodeLlamaCpp();
             }
+            // A decode queued ahead: its failure is thrown when the loop goes on, or dropped when the caller stops first.
+            decoding?.catch(() => undefined);
             const sampledConfidence = Array.isArray(result) ? result[2] : undefined;
             yield sampledConfidence !== undefined ? {token, confidence: sampledConfidence} : {token};
             decoding ??= decode([token]).result;

@@ -1,5 +1,6 @@
 /**
- * A lone request's next token, decoded straight on node-llama-cpp's native context.
+ * Tokens decoded ahead, straight on node-llama-cpp's native context: a lone request's next token, or the next tokens of
+ * the requests stepping together, in one batch (`gather`).
  *
  * node-llama-cpp queues every decode, then a dispatch builds the batch under the context's lock: it orders the queued
  * decodes, fits them to a batch, takes a dispose guard and the threads, decodes, maps the logits through promises, and
@@ -10,9 +11,13 @@
  *
  * When a lone request decodes ahead (leanDecode.ts: nobody else's decode is meant to share the batch), this makes the
  * same native calls node-llama-cpp's dispatch makes for a one-token batch, under the same lock, and books the token on
- * the sequence as its loop does. It stands aside whenever anything else is in the way: a decode queued or a dispatch
- * pending, the context's lock held (an erase, a state save, a dispatch finishing), a context shift due, a model that
- * keeps checkpoints, a disposal. It is installed only where samples run behind their decode (sampleAhead.ts: one
+ * the sequence as its loop does. Requests stepping together hand their next tokens over once all are sampled
+ * (StepBarrier.tokenIn), and they go the same way, one token per sequence in one batch: at concurrency 4 on the demo
+ * `small` q4_0 (2-vCPU VM, one thread) the decode thread then waited 0.11–0.18 ms between a step's last sample and the
+ * next batch, where it waited 0.19–0.35 ms behind node-llama-cpp's dispatch and the engine's work on the tokens
+ * (2026-12-07, in-process, 6 interleaved runs). It stands aside whenever anything else is in the way: a decode queued
+ * or a dispatch pending, the context's lock held (an erase, a state save, a dispatch finishing), a context shift due, a
+ * model that keeps checkpoints, a disposal. It is installed only where samples run behind their decode (sampleAhead.ts: one
  * libuv thread), never on Vulkan (node-llama-cpp serializes its decodes under a lock of its own there), and only when
  * the lock module it loads is the very one node-llama-cpp's locks live in (`sharesContextLock`).
  *
@@ -121,9 +126,26 @@ export function soloDecodeOf(native: object): SoloDecode | undefined {
     return installed.get(native);
 }
 
+/** One sequence's next token in a batch decoded here, with the sample of its logits (`sample`, given the batch logit index). */
+export type AheadToken = {
+    sequence: LlamaContextSequence,
+    token: Token,
+    sample: (batchLogitIndex: number) => Promise<NativeSample>
+};
+
+/** The tokens of one step gathered so far (`SoloDecode.gather`). */
+type Gathering = {
+    size: number,
+    entries: Array<AheadToken & {
+        viaNodeLlamaCpp: () => Promise<NativeSample | undefined>,
+        resolve: (sample: Promise<NativeSample | undefined>) => void
+    }>
+};
+
 export class SoloDecode {
     /** Tokens decoded here since installed. */
     decodes = 0;
+    private gathering: Gathering | undefined;
 
     constructor(private readonly locks: LockModule, private readonly context: ContextInternals) {}
 
@@ -134,48 +156,100 @@ export class SoloDecode {
      */
     tryDecode(sequence: LlamaContextSequence, token: Token, sample: (batchLogitIndex: number) => Promise<NativeSample>):
     Promise<NativeSample> | undefined {
+        return this.tryDecodeAll([{sequence, token, sample}])?.[0];
+    }
+
+    /**
+     * One token of each of `size` sequences stepping together (StepBarrier.tokenIn), all decoded ahead in one batch: each
+     * loop hands its token here in the same turn, and once all `size` are in they go as one batch straight on the native
+     * context, in the order they came (the sequences' order, so llama.cpp can reuse the step's graph), with their samples
+     * right behind. Where anything else is in the way, each goes through node-llama-cpp (`viaNodeLlamaCpp`), whose next
+     * dispatch batches them. Resolves with the token's sample once it is decoded and booked, as `tryDecode`.
+     */
+    gather(size: number, entry: AheadToken, viaNodeLlamaCpp: () => Promise<NativeSample | undefined>): Promise<NativeSample | undefined> {
+        if (this.gathering !== undefined && this.gathering.size !== size)
+            this.decodeGathered();
+        const gathering = this.gathering ??= {size, entries: []};
+        const result = new Promise<NativeSample | undefined>((resolve) => gathering.entries.push({...entry, viaNodeLlamaCpp, resolve}));
+        if (gathering.entries.length >= size)
+            this.decodeGathered();
+        else if (gathering.entries.length === 1)
+            setImmediate(() => {
+                // Not all came in their turn (a loop stopped on the way): the ones here go without the others.
+                if (this.gathering === gathering)
+                    this.decodeGathered();
+            });
+        return result;
+    }
+
+    private decodeGathered(): void {
+        const entries = this.gathering?.entries ?? [];
+        this.gathering = undefined;
+        const decoded = this.tryDecodeAll(entries);
+        entries.forEach((entry, i) => entry.resolve(decoded?.[i] ?? entry.viaNodeLlamaCpp()));
+    }
+
+    /**
+     * `tryDecode` for one token on each of several sequences, in one batch: one promise per entry, or undefined, having
+     * done nothing, where anything else is in the way (see `tryDecode`) or two entries share a sequence.
+     */
+    private tryDecodeAll(entries: readonly AheadToken[]): Array<Promise<NativeSample>> | undefined {
         const context = this.context;
-        const seq = sequence as unknown as SequenceInternals;
-        if (context._disposed || context._batchDispatchPending || context._queuedDecodes.length > 0 ||
-            this.locks.isLockActive([context, "context"]) || seq._disposed || seq.needsCheckpoints !== false ||
-            seq._loadedTokenPredictions.length > 0 || typeof seq._tokenMeter?.useTokens !== "function" ||
-            context.contextSize - 1 - seq._nextTokenIndex <= 0)
+        const sequences = entries.map((entry) => entry.sequence as unknown as SequenceInternals);
+        if (entries.length === 0 || context._disposed || context._batchDispatchPending || context._queuedDecodes.length > 0 ||
+            this.locks.isLockActive([context, "context"]) || new Set(sequences).size < sequences.length ||
+            sequences.some((seq) => seq._disposed || seq.needsCheckpoints !== false || seq._loadedTokenPredictions.length > 0 ||
+                typeof seq._tokenMeter?.useTokens !== "function" || context.contextSize - 1 - seq._nextTokenIndex <= 0))
             return undefined;
-        this.decodes++;
-        // Free, so the lock is taken and everything up to the first await runs now: the decode and its sample are queued
+        this.decodes += entries.length;
+        // Free, so the lock is taken and everything up to the first await runs now: the decode and its samples are queued
         // on libuv's one thread before this returns.
-        return this.locks.withLock([context, "context"], async () => {
+        const batch = this.locks.withLock([context, "context"], async () => {
             const disposalGuard = context._backendContextDisposeGuard.createPreventDisposalHandle();
             try {
-                const first = seq._nextTokenIndex;
-                context._ctx.initBatch(1);
-                const [batchLogitIndex] = context._ctx.addToBatch(seq._sequenceId, first, Uint32Array.of(token), Uint32Array.of(0));
-                if (batchLogitIndex === undefined)
-                    throw new Error("solo decode: the batch gave no logits for the token");
+                const firsts = sequences.map((seq) => seq._nextTokenIndex);
+                context._ctx.initBatch(entries.length);
+                const batchLogitIndexes = entries.map(({token}, i) => {
+                    const [batchLogitIndex] = context._ctx.addToBatch(sequences[i]!._sequenceId, firsts[i]!, Uint32Array.of(token),
+                        Uint32Array.of(0));
+                    if (batchLogitIndex === undefined)
+                        throw new Error("solo decode: the batch gave no logits for a token");
+                    return batchLogitIndex;
+                });
                 const decoding = context._ctx.decodeBatch();
-                let sampling: Promise<NativeSample>;
-                try {
-                    sampling = sample(batchLogitIndex);
-                } catch (error) {
-                    // Its own error (a sampler configuration it could not take), thrown once the decode is back.
-                    sampling = Promise.reject(error instanceof Error ? error : new Error(String(error)));
-                }
-                sampling.catch(() => undefined);
+                const samplings = entries.map(({sample}, i): Promise<NativeSample> => {
+                    let sampling: Promise<NativeSample>;
+                    try {
+                        sampling = sample(batchLogitIndexes[i]!);
+                    } catch (error) {
+                        // Its own error (a sampler configuration it could not take), thrown once the decode is back.
+                        sampling = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+                    }
+                    sampling.catch(() => undefined);
+                    return sampling;
+                });
                 try {
                     await decoding;
                 } catch (error) {
                     // The lock is held until nothing of this batch is left running natively.
-                    await sampling.catch(() => undefined);
+                    await Promise.allSettled(samplings);
                     throw error;
                 }
                 // What node-llama-cpp books for a decoded token with logits: an output token, the next index, the token.
-                seq._tokenMeter.useTokens(1, "output");
-                seq._nextTokenIndex = first + 1;
-                seq._contextTokens = seq._contextTokens.concat(token);
-                return await sampling;
+                entries.forEach(({token}, i) => {
+                    const seq = sequences[i]!;
+                    seq._tokenMeter.useTokens(1, "output");
+                    seq._nextTokenIndex = firsts[i]! + 1;
+                    seq._contextTokens = seq._contextTokens.concat(token);
+                });
+                // The lock and the disposal guard are held until nothing of this batch is left running natively.
+                await Promise.allSettled(samplings);
+                return samplings;
             } finally {
                 disposalGuard.dispose();
             }
         });
+        batch.catch(() => undefined);
+        return entries.map((_, i) => batch.then((samplings) => samplings[i]!));
     }
 }

@@ -20,8 +20,33 @@ export type StepMember = {
     readonly order: number,
     /** The event-loop turn its work for the current step was submitted in (Infinity: not yet). */
     submittedTurn: number,
-    arrived: boolean
+    arrived: boolean,
+    /** It has sampled this step's token (`tokenIn`). */
+    tokenIn: boolean
 };
+
+/**
+ * What a member's freshly sampled token means for decoding it ahead (`tokenIn`): it goes on and can be decoded before the
+ * engine handles it ("continues"), it ends the request ("ends"), or the request's next sample reads what the engine makes
+ * of it, so its decode waits for the engine ("waits").
+ */
+export type TokenOutlook = "continues" | "ends" | "waits";
+
+/** What the barrier asks and tells its owner (the engine). */
+export type StepHooks = {
+    /**
+     * Called whenever every member has arrived or left (a release, or nobody running), after the waiters are resolved
+     * (their continuations run after it).
+     */
+    onStepEnd?: () => void,
+    /**
+     * Asked once every member has its token, whether the step's decodes may be queued then (nothing else waits to join the
+     * next batch). Without it, never.
+     */
+    mayDecodeAhead?: () => boolean
+};
+
+type AheadWaiter = {order: number, member: StepMember, resolve: (together: number) => void};
 
 /**
  * Numbers event-loop turns and counts the tokens submitted in each: node-llama-cpp dispatches what was
@@ -68,12 +93,16 @@ export class StepBarrier {
     /** The latest turn in which the work of a member that arrived or left this step was submitted. */
     private stepTurn = -Infinity;
     private checkQueued = false;
+    /** Members whose token of this step goes on, waiting to learn whether it is decoded ahead (`tokenIn`). */
+    private aheadWaiters: AheadWaiter[] = [];
+    /** A member's token of this step cannot be decoded ahead: nobody's is. */
+    private aheadBlocked = false;
+    /** Whether this step's decodes go ahead is decided (`decideAhead`). */
+    private aheadDecided = false;
+    /** This step's decodes were queued when the tokens came in, not at the release. */
+    private decodedAhead = false;
 
-    /**
-     * `onStepEnd`: called whenever every member has arrived or left (a release, or nobody running), after
-     * the waiters are resolved (their continuations run after it).
-     */
-    constructor(batchSize: number, private readonly onStepEnd: () => void = () => undefined) {
+    constructor(batchSize: number, private readonly hooks: StepHooks = {}) {
         this.turns = new SubmissionTurns(batchSize);
     }
 
@@ -113,14 +142,16 @@ export class StepBarrier {
 
     /** A request takes part in every step from now on (from the submission of its prompt's rest). */
     join(order: number): StepMember {
-        const member: StepMember = {order, submittedTurn: Infinity, arrived: false};
+        const member: StepMember = {order, submittedTurn: Infinity, arrived: false, tokenIn: false};
         this.members.add(member);
+        this.queueCheck(); // the step is no longer one batch: nobody waits to decode ahead
         return member;
     }
 
     /** A member's work for the coming step (its prompt, or its prompt's rest: `tokens`) is being submitted now. */
     submitted(member: StepMember, tokens: number): void {
         member.submittedTurn = this.turns.submit(tokens);
+        this.queueCheck();
     }
 
     /** Tokens of a request that is not a member yet (a prefill chunk) are being submitted now, in the batch of this turn. */
@@ -135,6 +166,29 @@ export class StepBarrier {
         this.stepTurn = Math.max(this.stepTurn, member.submittedTurn === Infinity ? -Infinity : member.submittedTurn);
         this.leftThisStep++;
         this.queueCheck();
+    }
+
+    /**
+     * A member has sampled this step's token, before the engine handles it. With two or more members whose tokens all go
+     * on, their next decodes can be queued as soon as the last token is in, in one batch, so the engine's work on the
+     * tokens (text, stop strings, outputs) runs beside that decode instead of ahead of it: llama-server's loop samples and
+     * queues the next batch before it sends anything. For "continues" this resolves once every member's token is in:
+     * with the number of continuing members, each to hand its decode over now (waiters resume in `order`, in one turn,
+     * and their decodes go in one batch: leanDecode.ts, `DecodeAhead`); with 0, as
+     * soon as that is known, where the step goes on as without: a member's next sample waits for the engine, the step's
+     * work was not one batch (a token already sampled never waits for a prompt that evaluates in a later batch), or
+     * `mayDecodeAhead` says no. Any other outlook returns false at once. A member that leaves no longer counts.
+     */
+    tokenIn(member: StepMember, outlook: TokenOutlook): Promise<number> | false {
+        if (!this.members.has(member) || member.tokenIn)
+            return false;
+        member.tokenIn = true;
+        if (outlook === "waits")
+            this.aheadBlocked = true;
+        const ahead = outlook === "continues" && !this.aheadDecided
+            ? new Promise<number>((resolve) => this.aheadWaiters.push({order: member.order, member, resolve})) : false;
+        this.queueCheck();
+        return ahead;
     }
 
     /**
@@ -161,8 +215,51 @@ export class StepBarrier {
         this.checkQueued = true;
         queueMicrotask(() => {
             this.checkQueued = false;
+            this.decideAhead();
             this.releaseIfComplete();
         });
+    }
+
+    /**
+     * Whether this step's work is exactly one batch: every member's was submitted in the same turn, and it fit. Otherwise
+     * a member's token may come from a later batch (a prompt that joined later, or overflowed), and nobody waits for it.
+     */
+    private plainStep(): boolean {
+        let turn: number | undefined;
+        for (const member of this.members) {
+            if (turn !== undefined && member.submittedTurn !== turn)
+                return false;
+            turn = member.submittedTurn;
+        }
+        return turn !== undefined && this.turns.fitOneBatch(turn);
+    }
+
+    /**
+     * Decides, once per step, whether the continuing members queue their decodes now: when every member's token of the
+     * step's one batch is in. Decided at once (not ahead) where that cannot be: a member's next sample waits for the
+     * engine, or the step is not one batch.
+     */
+    private decideAhead(): void {
+        if (this.aheadDecided || this.aheadWaiters.length === 0)
+            return;
+        const plain = this.plainStep();
+        let allIn = true;
+        for (const member of this.members)
+            allIn &&= member.tokenIn;
+        if (plain && !this.aheadBlocked && !allIn)
+            return;
+        this.aheadDecided = true;
+        const waiters = this.aheadWaiters.filter((waiter) => this.members.has(waiter.member)).sort((a, b) => a.order - b.order);
+        this.aheadWaiters = [];
+        const ahead = plain && !this.aheadBlocked && allIn && waiters.length > 0 && this.hooks.mayDecodeAhead?.() === true;
+        if (ahead) {
+            this.decodedAhead = true;
+            const turn = this.turns.submit(waiters.length);
+            for (const waiter of waiters)
+                waiter.member.submittedTurn = turn;
+        }
+        for (const waiter of waiters)
+            waiter.resolve(ahead ? waiters.length : 0);
     }
 
     private releaseIfComplete(): void {
@@ -173,14 +270,24 @@ export class StepBarrier {
         this.observers = [];
         this.leftThisStep = 0;
         this.stepTurn = -Infinity;
-        // Every member arrived; their continuations queue their next decodes in this turn (one token each): one batch.
-        const turn = this.turns.submit(this.members.size);
+        if (!this.decodedAhead) {
+            // Every member arrived; their continuations queue their next decodes in this turn (one token each): one batch.
+            const turn = this.turns.submit(this.members.size);
+            for (const member of this.members)
+                member.submittedTurn = turn;
+        }
+        // Every member has taken its token (it arrived): the next tokens are the next step's.
+        this.decodedAhead = false;
+        this.aheadDecided = false;
+        this.aheadBlocked = false;
+        for (const waiter of this.aheadWaiters.splice(0))
+            waiter.resolve(0);
         for (const member of this.members) {
-            member.submittedTurn = turn;
             member.arrived = false;
+            member.tokenIn = false;
         }
         for (const waiter of release)
             waiter.resolve();
-        this.onStepEnd();
+        this.hooks.onStepEnd?.();
     }
 }

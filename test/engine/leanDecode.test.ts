@@ -21,6 +21,7 @@ import type {LlamaContextSequence, SequenceEvaluateOptions, Token} from "../../e
 import {loadModel, type LoadedModel} from "../../engine/modelLoader.js";
 import {sampleAheadOf, type SampleAhead} from "../../engine/sampleAhead.js";
 import {sharesContextLock, soloDecodeOf, type SoloDecode} from "../../engine/soloDecode.js";
+import {StepBarrier} from "../../engine/stepBarrier.js";
 import {skipReason} from "../helpers/prerequisites.js";
 import {findStoriesModel} from "../helpers/sharedModels.js";
 
@@ -51,6 +52,26 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
         const before = [ahead?.queuedAhead ?? 0, solo?.decodes ?? 0] as const;
         const result = await run();
         return [result, (ahead?.queuedAhead ?? 0) - before[0], (solo?.decodes ?? 0) - before[1]];
+    };
+
+    /** Runs `run` counting the native batch decodes (`decodes()`), by shadowing the addon's method on this context as sampleAhead.ts does. */
+    const countingDecodes = async <T>(run: (decodes: () => number) => Promise<T>): Promise<[T, number]> => {
+        const native = (loaded.context as unknown as {_ctx: {decodeBatch: (...args: unknown[]) => unknown}})._ctx;
+        const own = Object.getOwnPropertyDescriptor(native, "decodeBatch");
+        const decodeBatch = native.decodeBatch;
+        let decodes = 0;
+        Object.defineProperty(native, "decodeBatch", {configurable: true, value: (...args: unknown[]) => {
+            decodes++;
+            return decodeBatch.apply(native, args);
+        }});
+        try {
+            return [await run(() => decodes), decodes];
+        } finally {
+            if (own !== undefined)
+                Object.defineProperty(native, "decodeBatch", own);
+            else
+                delete (native as {decodeBatch?: unknown}).decodeBatch;
+        }
     };
 
     before(async () => {
@@ -161,31 +182,17 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
 
     test("a token decoded ahead is on its way before the caller has it, and only where the caller says so", async () => {
         await lean.clearHistory();
-        // Counts the native decodes by shadowing the addon's method on this context, as sampleAhead.ts does.
-        const native = (loaded.context as unknown as {_ctx: {decodeBatch: (...args: unknown[]) => unknown}})._ctx;
-        const own = Object.getOwnPropertyDescriptor(native, "decodeBatch");
-        const decodeBatch = native.decodeBatch;
-        let decodes = 0;
-        Object.defineProperty(native, "decodeBatch", {configurable: true, value: (...args: unknown[]) => {
-            decodes++;
-            return decodeBatch.apply(native, args);
-        }});
         const decodedAhead: boolean[] = [];
         const generated: Token[] = [];
-        try {
+        await countingDecodes(async (decodes) => {
             for await (const output of generateTokens(lean, prompt, {}, {temperature: 0}, () => generated.length % 2 === 0)) {
                 generated.push(output.token);
                 // The prompt's decode, one per token fed back so far, and this token's if it went ahead.
-                decodedAhead.push(decodes === generated.length + 1);
+                decodedAhead.push(decodes() === generated.length + 1);
                 if (generated.length >= 12)
                     break;
             }
-        } finally {
-            if (own !== undefined)
-                Object.defineProperty(native, "decodeBatch", own);
-            else
-                delete (native as {decodeBatch?: unknown}).decodeBatch;
-        }
+        });
         assert.deepEqual(decodedAhead, decodedAhead.map((_, i) => i % 2 === 0));
         assert.equal(lean.nextTokenIndex, prompt.length + 12 - 1, "the last token was not to be decoded");
     });
@@ -239,6 +246,46 @@ describe(suite, {skip: skipReason(suite, stories.missing === undefined ? [] : [s
             assert.deepEqual(lean.contextTokens, [...prompt, ...leanTogether.map((o) => o.token)]);
             assert.equal(lean.nextTokenIndex, prompt.length + n);
         });
+
+    test("two loops in lockstep, each step decoded ahead once both tokens are in (StepBarrier.tokenIn): one batch a step, " +
+        "each loop's tokens as alone", async () => {
+        const otherPrompt = loaded.model.tokenize("The dog ran to the park and", true);
+        const n = 24;
+        await lean.clearHistory();
+        await reference.clearHistory();
+        const alone = [await take(generateTokens(lean, prompt, {}, {temperature: 0}), n),
+            await take(generateTokens(reference, otherPrompt, {}, {temperature: 0}), n)];
+        await lean.clearHistory();
+        await reference.clearHistory();
+        const barrier = new StepBarrier(loaded.context.batchSize, {mayDecodeAhead: () => true});
+        // As the engine drives them: joined and submitted together, each token offered ahead but the last, which ends it.
+        const run = async (sequence: LlamaContextSequence, input: Token[], order: number): Promise<GeneratedToken[]> => {
+            const member = barrier.join(order);
+            barrier.submitted(member, input.length);
+            const out: GeneratedToken[] = [];
+            try {
+                for await (const output of generateTokens(sequence, input, {}, {temperature: 0},
+                    () => barrier.tokenIn(member, out.length + 1 < n ? "continues" : "ends"))) {
+                    out.push(output);
+                    if (out.length >= n)
+                        break;
+                    await barrier.arrive(member);
+                }
+            } finally {
+                barrier.leave(member);
+            }
+            return out;
+        };
+        const soloBefore = solo?.decodes ?? 0;
+        const [together, decodes] = await countingDecodes(() => Promise.all([run(lean, prompt, 0), run(reference, otherPrompt, 1)]));
+        assert.deepEqual(together.map((outputs) => outputs.map((o) => o.token)), alone.map((outputs) => outputs.map((o) => o.token)));
+        // Both prompts in one batch, then one batch per step for the tokens 1 … n − 1 of both (the n-th ends them).
+        assert.equal(decodes, n, "the loops' decodes did not share one batch per step");
+        // With one libuv thread those batches go straight on the native context (SoloDecode.gather).
+        assert.equal((solo?.decodes ?? 0) - soloBefore, onePoolThread ? 2 * (n - 1) : 0);
+        assert.deepEqual(lean.contextTokens, [...prompt, ...together[0]!.slice(0, n - 1).map((o) => o.token)]);
+        assert.deepEqual(reference.contextTokens, [...otherPrompt, ...together[1]!.slice(0, n - 1).map((o) => o.token)]);
+    });
 
     test("decoding ahead up to a full context: node-llama-cpp shifts it, and the tokens are its own loop's", async () => {
         const story = loaded.model.tokenize("Once upon a time, there was a little girl named Lily. She liked to play in the park. ".repeat(60), true);

@@ -11,6 +11,31 @@ const story = "Once upon a time there was a little girl who lived in a small hou
     "Every day she went to the park to play with her friends and the dog ran after the red ball under the blue sky";
 const greedy = {temperature: 0, maxTokens: 24, ignoreEos: true} as const;
 
+/**
+ * The tokens greedy decoding gives after the story on `cold` (the prompt's and the generated ids), and a stop string that
+ * first shows up with the 10th token: a request with it ends on that token, which the engine decoded before it found the
+ * stop string in its text; `before`, the text out before it.
+ */
+async function stopAtTenthToken(cold: EngineUnderTest): Promise<{promptIds: number[], generated: number[], stop: {text: string, before: string}}> {
+    const coldRun = cold.send({prompt: story, ...greedy, returnTokenIds: true});
+    const coldOutcome = await coldRun.done;
+    const prompt = cold.events.find((event) => event.id === coldRun.id && event.kind === "inputProcessed");
+    const promptIds = prompt?.kind === "inputProcessed" ? prompt.promptTokenIds ?? [] : [];
+    const generated: number[] = [];
+    const pieces: string[] = [];
+    for (const event of cold.events)
+        if (event.id === coldRun.id && event.kind === "tokens")
+            for (const [i, id] of (event.ids ?? []).entries()) {
+                generated.push(id);
+                pieces.push((pieces.at(-1) ?? "") + (i === 0 ? event.text : ""));
+            }
+    assert.equal(generated.length, greedy.maxTokens);
+    const text = pieces[9]!.slice(pieces[8]!.length);
+    assert.ok(text.trim().length > 0 && !pieces[8]!.includes(text) && coldOutcome.text.startsWith(pieces[9]!),
+        `token 10's text ${JSON.stringify(text)} must be new there`);
+    return {promptIds, generated, stop: {text, before: pieces[8]!}};
+}
+
 describe("prefix caching", () => {
     let cached: EngineUnderTest;
     let cold: EngineUnderTest;
@@ -51,28 +76,10 @@ describe("prefix caching", () => {
     });
 
     test("a request alone that a stop string ends leaves its last token decoded (decoded ahead), and the next one reuses it", async () => {
-        // The tokens greedy decoding gives after the story, from the cold engine, and the text out after each.
-        const coldRun = cold.send({prompt: story, ...greedy, returnTokenIds: true});
-        const coldOutcome = await coldRun.done;
-        const prompt = cold.events.find((event) => event.id === coldRun.id && event.kind === "inputProcessed");
-        const promptIds = prompt?.kind === "inputProcessed" ? prompt.promptTokenIds ?? [] : [];
-        const generated: number[] = [];
-        const pieces: string[] = [];
-        for (const event of cold.events)
-            if (event.id === coldRun.id && event.kind === "tokens")
-                for (const [i, id] of (event.ids ?? []).entries()) {
-                    generated.push(id);
-                    pieces.push((pieces.at(-1) ?? "") + (i === 0 ? event.text : ""));
-                }
-        assert.equal(generated.length, greedy.maxTokens);
-        // A stop string that first shows up with the 10th token: the request ends on that token, which the engine
-        // decoded before it found the stop string in its text.
-        const stop = pieces[9]!.slice(pieces[8]!.length);
-        assert.ok(stop.trim().length > 0 && !pieces[8]!.includes(stop) && coldOutcome.text.startsWith(pieces[9]!),
-            `token 10's text ${JSON.stringify(stop)} must be new there`);
-        const stopped = await cached.generate({prompt: story, ...greedy, stop: [stop]});
+        const {promptIds, generated, stop} = await stopAtTenthToken(cold);
+        const stopped = await cached.generate({prompt: story, ...greedy, stop: [stop.text]});
         assert.equal(stopped.finished.reason, "stop");
-        assert.equal(stopped.text, pieces[8]!);
+        assert.equal(stopped.text, stop.before);
         // Its prompt and all 10 tokens are on the sequence: a prompt that continues them reuses every one.
         const next = {promptTokens: [...promptIds, ...generated.slice(0, 16)], ...greedy, maxTokens: 4};
         const continued = await cached.generate(next);
@@ -108,5 +115,40 @@ describe("prefix caching with several sequences", () => {
         const againA = await engine.generate({prompt: a, ...greedy});
         assert.equal(againB.cachedTokens, againB.finished.promptTokens - 1, "b found its own sequence");
         assert.equal(againA.cachedTokens, againA.finished.promptTokens - 1, "a found its own sequence");
+    });
+});
+
+describe("prefix caching with requests stepping together", () => {
+    let cached: EngineUnderTest;
+    let cold: EngineUnderTest;
+
+    before(async () => {
+        // Three, not two: where a step of two goes as two batches (decodePairs.ts), two requests do not decode ahead.
+        cached = await EngineUnderTest.start({prefixCache: true, parallel: 3});
+        cold = await EngineUnderTest.start({prefixCache: false, parallel: 1});
+    });
+    after(async () => {
+        await cached.engine.dispose();
+        await cold.engine.dispose();
+    });
+
+    test("each step's tokens are decoded ahead once all are sampled: one that a stop string ends leaves its last token decoded, " +
+        "and the next request reuses it", async () => {
+        const {promptIds, generated, stop} = await stopAtTenthToken(cold);
+        const together = [
+            cached.send({prompt: story, ...greedy, stop: [stop.text]}),
+            cached.send({prompt: "The sun was over the water and a bird flew home", ...greedy}),
+            cached.send({prompt: "A small bird flew over the house and the tree", ...greedy})
+        ];
+        const [stopped, ...others] = await Promise.all(together.map((request) => request.done));
+        assert.equal(stopped!.finished.reason, "stop");
+        assert.equal(stopped!.text, stop.before);
+        for (const other of others)
+            assert.equal(other.finished.generatedTokens, greedy.maxTokens);
+        // Its prompt and all 10 tokens are on its sequence, the 10th decoded in the step the others' tokens went in.
+        const next = {promptTokens: [...promptIds, ...generated.slice(0, 16)], ...greedy, maxTokens: 4};
+        const continued = await cached.generate(next);
+        assert.equal(continued.cachedTokens, promptIds.length + 10);
+        assert.equal(continued.text, (await cold.generate(next)).text, "a token decoded ahead must hold what a cold engine computes");
     });
 });
