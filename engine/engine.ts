@@ -997,6 +997,10 @@ export class Engine {
      */
     private recordToken(request: ActiveRequest, token: Token, t: number, probabilities: ReadonlyMap<Token, number> | undefined):
     "end" | "stopToken" | undefined {
+        // This request's token of the last step has not gone out yet: the decode of this one, queued ahead, came back
+        // first (a busy event loop). That step's outputs go now, so one outputs message stays one step.
+        if (request.pendingTimes.length > 0)
+            this.flush(true);
         request.generated.push(token);
         const ending = this.tokenEnding(request, token, request.generated.length);
         // As vLLM, the token that ends the answer is not part of its text unless asked for.
