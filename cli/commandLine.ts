@@ -3,7 +3,8 @@
  * plus a placeholder and a description each — and this file derives from that declaration both the
  * parsing and the `--help` text. `--help`/`-h` prints the help (exit 0); an unknown flag, a missing
  * value or a bad one prints `inference-monitor <command>: <message naming the flag>` and the help to
- * stderr (exit 2).
+ * stderr (exit 2). The benchmark scripts use it too (scripts/scriptCommandLine.ts), under their own
+ * program name (`npm run bench:peer --`).
  */
 import {parseArgs} from "node:util";
 import {errorMessage} from "../common/errorMessage.js";
@@ -17,7 +18,12 @@ export type CliOption =
 export type CliOptions = Record<string, CliOption>;
 
 export type CommandLine<Options extends CliOptions> = {
-    /** The command after `inference-monitor`. */
+    /**
+     * What the user types before the command's name: `inference-monitor` unless given. A benchmark script says
+     * `npm run` (its name `bench:peer --`), so that its help and its usage errors show the command line to type.
+     */
+    program?: string,
+    /** The command after the program. */
     name: string,
     /** One line, for the command list and the help. */
     summary: string,
@@ -40,11 +46,25 @@ export class UsageError extends Error {
 
 const helpOption: CliOption = {type: "boolean", short: "h", description: "show this help"};
 
-function synopsis(command: CommandLine<CliOptions>): string {
+function program(command: CommandLine<CliOptions>): string {
+    return command.program ?? "inference-monitor";
+}
+
+/** The command as typed, without its flags: `inference-monitor bench`, `npm run bench:peer --`. */
+function invocation(command: CommandLine<CliOptions>): string {
+    return `${program(command)} ${command.name}`;
+}
+
+/** The command's usage after the program: its name, the positionals and the required flags. */
+function commandUsage(command: CommandLine<CliOptions>): string {
     const required = Object.entries(command.options).flatMap(([name, option]) =>
         option.type === "string" && option.required === true ? [`--${name} ${option.placeholder}`] : []);
     const positionals = command.positionals !== undefined ? [command.positionals.placeholder] : [];
-    return ["inference-monitor", command.name, ...positionals, ...required, "[options]"].join(" ");
+    return [command.name, ...positionals, ...required, "[options]"].join(" ");
+}
+
+function synopsis(command: CommandLine<CliOptions>): string {
+    return `${program(command)} ${commandUsage(command)}`;
 }
 
 /** `--help` for a command, from its declaration. */
@@ -63,7 +83,7 @@ function commandHelp(command: CommandLine<CliOptions>): string {
 
 /** The command list for `inference-monitor --help`. */
 export function commandList(commands: ReadonlyArray<CommandLine<CliOptions>>): string {
-    return commands.map((command) => `  ${synopsis(command).replace(/^inference-monitor /, "")}\n${" ".repeat(17)}${command.summary}\n`).join("");
+    return commands.map((command) => `  ${commandUsage(command)}\n${" ".repeat(17)}${command.summary}\n`).join("");
 }
 
 /** Parses `args` against the declaration; throws UsageError naming the flag. `help` is true when --help/-h was given. */
@@ -112,7 +132,7 @@ export function readCommandLine<Options extends CliOptions, Parsed>(command: Com
     } catch (error) {
         if (!(error instanceof UsageError))
             throw error;
-        io.stderr(`inference-monitor ${command.name}: ${error.message}\n\n${commandHelp(command)}`);
+        io.stderr(`${invocation(command)}: ${error.message}\n\n${commandHelp(command)}`);
         return {exitCode: 2};
     }
 }

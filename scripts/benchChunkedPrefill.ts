@@ -12,24 +12,36 @@
  * benchmark, not a test.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
-import {choiceValue} from "../cli/optionValues.js";
+import {choiceValue, integerValue} from "../cli/optionValues.js";
 import {Xoshiro128} from "../common/seededRandom.js";
 import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
 import {makePrompt} from "../extension/host/bench/workload.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {defaultPrefillChunkTokens} from "../protocol/engineOptions.js";
+import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    "repeats": {type: "string", default: "3"},
-    "prompt-words": {type: "string", default: "1100"},
-    "chunks": {type: "string"},
-    "dtype": {type: "string"},
-    "json": {type: "string"}
-}, strict: true});
-
-const dtype = choiceValue("dtype", values.dtype, demoModelDtypes, "f16");
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:prefill --",
+    summary: "what a ~2000-token prompt's prefill does to the ITL of three running requests, chunked and not",
+    options: {
+        "repeats": {type: "string", placeholder: "N", description: "interleaved repeats of every chunk setting (default 3)"},
+        "prompt-words": {type: "string", placeholder: "N", description: "words in the long prompt (default 1100, ~2000 tokens)"},
+        "chunks": {type: "string", placeholder: "N,N…",
+            description: `prefill chunk budgets in tokens, each run beside no chunking (default ${defaultPrefillChunkTokens("cpu")}, the CPU default)`},
+        "dtype": {type: "string", placeholder: "D", description: `the demo model's weights: ${demoModelDtypes.join(" | ")} (default f16)`},
+        "json": {type: "string", placeholder: "FILE", description: "also write the summary and every run to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"Commands\", \"Defaults, from measurement\") and this script's header."
+}, (values) => ({
+    json: values.json,
+    repeats: integerValue("repeats", values.repeats, 3, 1),
+    promptWords: integerValue("prompt-words", values["prompt-words"], 1100, 1),
+    chunks: listValue("chunks", values.chunks, [defaultPrefillChunkTokens("cpu")], "positive integers separated by commas", positiveInteger),
+    dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16")
+}));
+const {dtype} = flags;
 
 const noChunking = 1 << 20;
 const running = 3;
@@ -90,13 +102,10 @@ async function measure(modelPath: string, chunkTokens: number, longPrompt: strin
 
 async function main(): Promise<void> {
     const modelPath = await ensureDemoModel({size: "small", dtype});
-    const longPrompt = makePrompt(new Xoshiro128(7), Number(values["prompt-words"]));
-    const chunks = values.chunks === undefined ? [defaultPrefillChunkTokens("cpu")] : values.chunks.split(",").map(Number);
-    if (!chunks.every((chunk) => Number.isInteger(chunk) && chunk > 0))
-        throw new Error(`--chunks: expected positive integers, got ${values.chunks}`);
-    const settings = [...chunks, noChunking];
+    const longPrompt = makePrompt(new Xoshiro128(7), flags.promptWords);
+    const settings = [...flags.chunks, noChunking];
     const runs: Run[] = [];
-    const repeats = Number(values.repeats);
+    const repeats = flags.repeats;
     for (let r = 0; r < repeats; r++) {
         for (const chunk of r % 2 === 0 ? settings : settings.toReversed()) {
             const run = await measure(modelPath, chunk, longPrompt);
@@ -121,8 +130,8 @@ async function main(): Promise<void> {
         console.log(`${s.chunk_tokens === null ? "no chunking" : `chunk ${s.chunk_tokens}`}: median P99 ITL ratio (during prefill / steady) ` +
             `${s.median_ratio_p99.toFixed(2)} (${s.median_prefill_p99_ms.toFixed(1)} / ${s.median_steady_p99_ms.toFixed(1)} ms), ` +
             `long prompt TTFT ${s.median_long_ttft_ms.toFixed(0)} ms`);
-    if (values.json !== undefined)
-        fs.writeFileSync(values.json, JSON.stringify({summary, runs: runs.map(({steady, duringPrefill, ...rest}) => ({
+    if (flags.json !== undefined)
+        fs.writeFileSync(flags.json, JSON.stringify({summary, runs: runs.map(({steady, duringPrefill, ...rest}) => ({
             ...rest, steady_p99_ms: steady.p99, steady_median_ms: steady.median,
             prefill_p99_ms: duringPrefill.p99, prefill_median_ms: duringPrefill.median
         }))}, null, 2) + "\n");

@@ -12,33 +12,43 @@
  * default (best_threads: the faster at 4). A benchmark, not a test: it prints numbers and asserts nothing.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
+import {choiceValue, integerValue} from "../cli/optionValues.js";
 import {nowMs} from "../common/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
-import {demoModelDtypes, ensureDemoModel, type DemoModelDtype, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelDtypes, demoModelSizes, ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import type {RequestResult} from "../extension/host/engineClient/requestState.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
+import {choiceItem, listValue, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({
+const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
+
+// Read before runOnEngineThreadpool: --help and usage errors end here, in this process; its child reads the same argv again.
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:engine --",
+    summary: "decode tokens/s through Engine + EngineClient vs bare node-llama-cpp at 1, 2, 4 and 8 concurrent requests",
     options: {
-        json: {type: "string"},
-        models: {type: "string", default: "small,medium"},
-        dtype: {type: "string", default: "f16"},
-        tokens: {type: "string", default: "48"},
-        repeats: {type: "string", default: "3"},
-        threads: {type: "string", default: "1"}
+        json: {type: "string", placeholder: "FILE", description: "also write the results to FILE"},
+        models: {type: "string", placeholder: "SIZE,…", description: "demo model sizes to run in turn: tiny, small, medium (default small,medium)"},
+        dtype: {type: "string", placeholder: "D", description: `the demo models' weights: ${demoModelDtypes.join(" | ")} (default f16)`},
+        tokens: {type: "string", placeholder: "N", description: "tokens generated per request (default 48)"},
+        repeats: {type: "string", placeholder: "R", description: "repeats per cell, the median reported (default 3)"},
+        threads: {type: "string", placeholder: "T", description: "llama.cpp threads, the engine's and the bare loop's alike (default 1)"}
     },
-    strict: true
-});
-const models = values.models.split(",") as DemoModelSize[];
-if (!(demoModelDtypes as readonly string[]).includes(values.dtype))
-    throw new Error(`--dtype: expected one of ${demoModelDtypes.join(", ")}, got ${values.dtype}`);
-const dtype = values.dtype as DemoModelDtype;
-const tokens = Number(values.tokens);
-const repeats = Number(values.repeats);
-const threads = Number(values.threads);
+    details: "How it measures, and what it measured: README.md (\"Commands\") and this script's header."
+}, (values) => ({
+    json: values.json,
+    models: listValue("models", values.models, ["small", "medium"], `demo model sizes from ${demoSizes.join(", ")}, separated by commas`,
+        choiceItem(demoSizes)),
+    dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
+    // Two at least: a request's decode rate is its tokens after the first over the time they took.
+    tokens: integerValue("tokens", values.tokens, 48, 2),
+    repeats: integerValue("repeats", values.repeats, 3, 1),
+    threads: integerValue("threads", values.threads, 1, 1)
+}));
+const {models, dtype, tokens, repeats, threads} = flags;
 const concurrencies = [1, 2, 4, 8];
 const contextSize = 4096;
 const prompt = "Once upon a time, in a small town by the sea, there lived";
@@ -152,8 +162,8 @@ async function main(): Promise<void> {
     });
     console.log(`min ratio ${Math.min(...results.map((r) => r.ratio)).toFixed(3)} (target >= 0.97); backend ${llama.gpu === false ? "cpu" : llama.gpu}`);
     const report = {backend: llama.gpu === false ? "cpu" : llama.gpu, tokens_per_request: tokens, repeats, threads, results, scaling, thread_results: threadResults, best_threads: bestThreads};
-    if (values.json !== undefined)
-        fs.writeFileSync(values.json, JSON.stringify(report, null, 2) + "\n");
+    if (flags.json !== undefined)
+        fs.writeFileSync(flags.json, JSON.stringify(report, null, 2) + "\n");
     await llama.dispose();
 }
 

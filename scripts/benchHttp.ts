@@ -31,26 +31,45 @@
  * A benchmark, not a test.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
-import {ensureDemoModel, isDemoModelSize} from "../engine/model/demoModel.js";
+import {choiceValue, integerValue} from "../cli/optionValues.js";
+import {demoModelSizes, ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 import {startServe} from "./serveProcess.js";
 
-const {values} = parseArgs({options: {
-    "pairs": {type: "string", default: "5"},
-    "num-prompts": {type: "string", default: "48"},
-    "input-len": {type: "string", default: "64"},
-    "output-len": {type: "string", default: "64"},
-    "max-concurrency": {type: "string", default: "4"},
-    "num-warmups": {type: "string", default: "0"},
-    "demo-size": {type: "string", default: "small"},
-    "json": {type: "string"}
-}, strict: true});
+const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
+
+const values = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:http --",
+    summary: "what the OpenAI-compatible HTTP layer costs: the serving benchmark through IPC vs through serve's /v1, interleaved pairs",
+    options: {
+        "pairs": {type: "string", placeholder: "N", description: "IPC + HTTP pairs, after one warm-up pair (default 5)"},
+        "num-prompts": {type: "string", placeholder: "N", description: "requests per run (default 48)"},
+        "input-len": {type: "string", placeholder: "N", description: "prompt length in tokens, approximately (default 64)"},
+        "output-len": {type: "string", placeholder: "N", description: "tokens generated per request (default 64)"},
+        "max-concurrency": {type: "string", placeholder: "N", description: "most requests in flight (default 4)"},
+        "num-warmups": {type: "string", placeholder: "N", description: "first send N copies of the first request, in no metric (default 0)"},
+        "demo-size": {type: "string", placeholder: "SIZE", description: "the demo model, its textOnly variant: tiny | small | medium (default small)"},
+        "json": {type: "string", placeholder: "FILE", description: "also write the medians and every pair to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"Commands\") and this script's header."
+}, (given) => ({
+    "pairs": integerValue("pairs", given.pairs, 5, 1),
+    // Passed on to the bench's own flags (cli/benchArgs.ts), checked here as it checks them.
+    "num-prompts": String(integerValue("num-prompts", given["num-prompts"], 48, 1)),
+    "input-len": String(integerValue("input-len", given["input-len"], 64, 1)),
+    "output-len": String(integerValue("output-len", given["output-len"], 64, 1)),
+    "max-concurrency": String(integerValue("max-concurrency", given["max-concurrency"], 4, 1)),
+    "num-warmups": String(integerValue("num-warmups", given["num-warmups"], 0, 0)),
+    "demo-size": choiceValue("demo-size", given["demo-size"], demoSizes, "small"),
+    "json": given.json
+}));
 
 const engine = {threads: "1", parallel: "4"};
 const workload = ["--num-prompts", values["num-prompts"], "--input-len", values["input-len"], "--output-len", values["output-len"],
@@ -114,10 +133,8 @@ function row(pair: Pair): Record<string, number> {
 }
 
 async function main(): Promise<void> {
-    const pairs = Number(values.pairs);
+    const pairs = values.pairs;
     const size = values["demo-size"];
-    if (!isDemoModelSize(size))
-        throw new Error(`--demo-size: unknown size ${size}`);
     // textOnly: the same weights and compute, but no byte-fallback token is ever sampled (see below).
     const modelPath = await ensureDemoModel({size, textOnly: true});
     console.log(`workload: ${values["num-prompts"]} prompts, input ${values["input-len"]}, output ${values["output-len"]}, ` +

@@ -10,18 +10,30 @@
  * Prints token events/s, steps/s and the median cost per step. A benchmark, not a test.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
+import {integerValue, positiveNumberValue} from "../cli/optionValues.js";
 import {nowMs} from "../common/clock.js";
 import {OutputProcessor} from "../extension/host/engineClient/outputProcessor.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import type {EngineInfo, RequestEvent, StepStats} from "../protocol/engineMessages.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    "seconds": {type: "string", default: "5"},
-    "running": {type: "string", default: "8"},
-    "output-len": {type: "string", default: "64"},
-    "json": {type: "string"}
-}, strict: true});
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:ingest --",
+    summary: "token events per second the host's stats path (OutputProcessor → StatsPipeline, a 4 Hz subscriber) takes on one core",
+    options: {
+        "seconds": {type: "string", placeholder: "S", description: "how long to feed it (default 5)"},
+        "running": {type: "string", placeholder: "N", description: "running requests, one token each per step (default 8)"},
+        "output-len": {type: "string", placeholder: "N", description: "tokens per request before it finishes and another arrives (default 64)"},
+        "json": {type: "string", placeholder: "FILE", description: "also write the results to FILE"}
+    },
+    details: "How it measures: this script's header (no engine runs: synthetic engine outputs, the host's ceiling)."
+}, (values) => ({
+    seconds: positiveNumberValue("seconds", values.seconds, 5),
+    running: integerValue("running", values.running, 8, 1),
+    outputLen: integerValue("output-len", values["output-len"], 64, 1),
+    json: values.json
+}));
 
 const info: EngineInfo = {
     pid: process.pid, backend: "cpu", gpuDevices: [], gpuFallbacks: [], vramTotalBytes: 0, vramUsedBytes: 0,
@@ -31,9 +43,7 @@ const info: EngineInfo = {
 };
 
 async function main(): Promise<void> {
-    const seconds = Number(values.seconds);
-    const running = Number(values.running);
-    const outputLen = Number(values["output-len"]);
+    const {seconds, running, outputLen} = flags;
     const pipeline = await StatsPipeline.create({writeLogLine: () => undefined, logIntervalS: 1});
     const render = await pipeline.mountMetrics();
     const manager = pipeline.manager;
@@ -108,8 +118,8 @@ async function main(): Promise<void> {
     const perS = (n: number): string => Math.round(n).toLocaleString("en-US");
     console.log(`  ${perS(result.token_events_per_s)} token events/s · ${perS(result.steps_per_s)} steps/s · ` +
         `step p50 ${result.median_step_us.toFixed(1)} µs, p99 ${result.p99_step_us.toFixed(1)} µs · ${tokenEvents.toLocaleString("en-US")} token events in ${elapsedS.toFixed(1)} s`);
-    if (values.json !== undefined)
-        fs.writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
+    if (flags.json !== undefined)
+        fs.writeFileSync(flags.json, JSON.stringify(result, null, 2) + "\n");
 }
 
 main().catch((error: unknown) => {

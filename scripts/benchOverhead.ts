@@ -13,24 +13,51 @@
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
-import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
+import {choiceValue, fractionValue, integerValue} from "../cli/optionValues.js";
+import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
 import type {EngineMode} from "../extension/host/engineClient/engineClient.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
+import {choiceItem, listValue, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    "pairs": {type: "string", default: "5"},
-    "modes": {type: "string", default: "process,inProcess"},
-    "num-prompts": {type: "string", default: "48"},
-    "input-len": {type: "string", default: "32"},
-    "output-len": {type: "string", default: "64"},
-    "random-range-ratio": {type: "string", default: "0"},
-    "max-concurrency": {type: "string"},
-    "demo-size": {type: "string", default: "small"},
-    "json": {type: "string"}
-}, strict: true});
+const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
+const engineModes: readonly EngineMode[] = ["process", "inProcess"];
+
+const values = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:overhead --",
+    summary: "what stats collection costs: the serving benchmark with stats off and on, as interleaved pairs",
+    options: {
+        "pairs": {type: "string", placeholder: "N", description: "off + on pairs per mode, after one warm-up run (default 5)"},
+        "modes": {type: "string", placeholder: "MODE,…", description: "engine modes, each its own pairs: process, inProcess (default process,inProcess)"},
+        "num-prompts": {type: "string", placeholder: "N", description: "requests per run (default 48)"},
+        "input-len": {type: "string", placeholder: "N", description: "prompt length in tokens, approximately (default 32)"},
+        "output-len": {type: "string", placeholder: "N", description: "tokens generated per request (default 64)"},
+        "random-range-ratio": {type: "string", placeholder: "R",
+            description: "each request's lengths drawn from len·(1−R)…len·(1+R), as bench's flag (default 0: all alike)"},
+        "max-concurrency": {type: "string", placeholder: "N", description: "most requests in flight (default: all sent at once)"},
+        "demo-size": {type: "string", placeholder: "SIZE", description: "the demo model: tiny | small | medium (default small)"},
+        "json": {type: "string", placeholder: "FILE", description: "also write the medians and every pair to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"Commands\") and this script's header."
+}, (given) => {
+    const maxConcurrency = given["max-concurrency"];
+    return {
+        "pairs": integerValue("pairs", given.pairs, 5, 1),
+        "modes": listValue("modes", given.modes, ["process", "inProcess"], `${engineModes.join(" or ")}, separated by commas`,
+            choiceItem(engineModes)),
+        // Passed on to the bench's own flags (cli/benchArgs.ts), checked here as it checks them.
+        "num-prompts": String(integerValue("num-prompts", given["num-prompts"], 48, 1)),
+        "input-len": String(integerValue("input-len", given["input-len"], 32, 1)),
+        "output-len": String(integerValue("output-len", given["output-len"], 64, 1)),
+        "random-range-ratio": String(fractionValue("random-range-ratio", given["random-range-ratio"], 0)),
+        "max-concurrency": maxConcurrency === undefined ? undefined : String(integerValue("max-concurrency", maxConcurrency, 1, 1)),
+        "demo-size": choiceValue("demo-size", given["demo-size"], demoSizes, "small"),
+        "json": given.json
+    };
+});
 
 async function freePort(): Promise<number> {
     return await new Promise((resolve, reject) => {
@@ -102,8 +129,8 @@ async function once(mode: EngineMode, stats: boolean): Promise<BenchRun> {
 }
 
 async function main(): Promise<void> {
-    const pairs = Number(values.pairs);
-    const modes = values.modes.split(",") as EngineMode[];
+    const pairs = values.pairs;
+    const modes = values.modes;
     const report: Record<string, unknown> = {pairs, workload: {numPrompts: values["num-prompts"], inputLen: values["input-len"], outputLen: values["output-len"],
         rangeRatio: values["random-range-ratio"], maxConcurrency: values["max-concurrency"] ?? "all", model: values["demo-size"]}};
     for (const mode of modes) {

@@ -37,8 +37,9 @@
  */
 import fs from "node:fs";
 import v8 from "node:v8";
-import {parseArgs} from "node:util";
 import type {CDPSession, Page} from "playwright-core";
+import {UsageError} from "../cli/commandLine.js";
+import {positiveNumberValue} from "../cli/optionValues.js";
 import {nowMs} from "../common/clock.js";
 import {nextUnit, Xoshiro128} from "../common/seededRandom.js";
 import {DashboardServer, type DashboardStatsSource} from "../extension/host/dashboard/dashboardServer.js";
@@ -49,12 +50,26 @@ import type {EngineInfo, RequestEvent} from "../protocol/engineMessages.js";
 import type {StatsDelta} from "../protocol/statsView.js";
 import {chromiumPath, launchChromium, type LaunchedBrowser} from "../test/webview/chromium.js";
 import {ensurePanelBuilt, webviewDistDir} from "../test/webview/panelBuild.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    "minutes": {type: "string", default: "30"},
-    "live-seconds": {type: "string", default: "60"},
-    "json": {type: "string"}
-}, strict: true});
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:panel --",
+    summary: "the stats panel at scale in headless Chromium: delta → painted latency, then the page's JS heap and the host's RSS",
+    options: {
+        "minutes": {type: "string", placeholder: "N", description: "simulated minutes of 4 Hz deltas for the memory check (default 30)"},
+        "live-seconds": {type: "string", placeholder: "S", description: "real-time seconds of traffic for the latency check, at least 5 (default 60)"},
+        "json": {type: "string", placeholder: "FILE", description: "also write the results to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"Commands\") and this script's header. Needs Debian's chromium " +
+        "(bash .ci/install-e2e.sh); run it as npm run bench:panel does, with node --expose-gc --min-semi-space-size=16."
+}, (values) => {
+    const live = values["live-seconds"];
+    const liveSeconds = live === undefined ? 60 : live.trim() === "" ? NaN : Number(live);
+    if (!(Number.isFinite(liveSeconds) && liveSeconds >= 5))
+        throw new UsageError(`--live-seconds must be a number >= 5, got ${JSON.stringify(live)}`);
+    return {minutes: positiveNumberValue("minutes", values.minutes, 30), liveSeconds, json: values.json};
+});
 
 const stepMs = 20;
 const deltaMs = 250;
@@ -403,10 +418,7 @@ function printMemoryPoint(point: MemoryPoint): void {
 }
 
 async function main(): Promise<void> {
-    const minutes = Number(values.minutes);
-    const liveSeconds = Number(values["live-seconds"]);
-    check(minutes > 0 && Number.isFinite(minutes), `--minutes must be a positive number, got ${values.minutes}`);
-    check(liveSeconds >= 5 && Number.isFinite(liveSeconds), `--live-seconds must be at least 5, got ${values["live-seconds"]}`);
+    const {minutes, liveSeconds} = flags;
     check(fs.existsSync(chromiumPath), `${chromiumPath} not found: install Debian's chromium (bash .ci/install-e2e.sh)`);
     if (globalThis.gc === undefined)
         console.warn("bench:panel: no gc() (run node with --expose-gc, as npm run bench:panel does): host RSS is read without a forced GC");
@@ -599,8 +611,8 @@ async function main(): Promise<void> {
             `${verdict(memory.host_rss_pass)}); host heap used ${signedMb(memory.host_heap_used_growth_bytes)}` +
             `${memory.host_gc_forced ? "" : " (no forced GC)"}; from ${(points[1] ?? first).simulated_minutes.toFixed(1)} min on ` +
             `${signedMb(memory.host_rss_growth_after_first_fifth_bytes)}`);
-        if (values.json !== undefined)
-            fs.writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
+        if (flags.json !== undefined)
+            fs.writeFileSync(flags.json, JSON.stringify(result, null, 2) + "\n");
     } finally {
         stopTimers();
         await browser?.close();

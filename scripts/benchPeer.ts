@@ -61,8 +61,8 @@
  * A benchmark, not a test: do not run it next to other measurements.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
+import {UsageError} from "../cli/commandLine.js";
 import {choiceValue, integerValue} from "../cli/optionValues.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
@@ -75,31 +75,53 @@ import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
 import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
-import {swapCpuBackend} from "./cpuBackendSwap.js";
+import {isSwappableCpuBackend, swapCpuBackend} from "./cpuBackendSwap.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
 import {parsePeerSelection, peerTargets, type LoadPoint, type PeerSelection, type PeerTarget} from "./peerSelection.js";
 import {describePairedRatios, pairedRatios, type PairedRatios} from "./peerRatios.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    json: {type: "string"},
-    repeats: {type: "string", default: "3"},
-    quick: {type: "boolean", default: false},
-    ["kernels-only"]: {type: "boolean", default: false},
-    dtype: {type: "string"},
-    ["cpu-backend"]: {type: "string"},
-    points: {type: "string", default: "1,4,8,poisson"},
-    ["prefix-cache"]: {type: "string", default: "both"},
-    targets: {type: "string", default: "ipc,http"},
-    warmups: {type: "string", default: "0"}
-}, strict: true});
-
-const quick = values.quick === true;
-const repeats = quick ? 1 : Number(values.repeats);
-if (!Number.isSafeInteger(repeats) || repeats < 1)
-    throw new Error(`--repeats must be an integer >= 1, got ${values.repeats}`);
-
-const dtype = choiceValue("dtype", values.dtype, demoModelDtypes, "f16");
-const warmups = integerValue("warmups", values.warmups, 0, 0);
+// Read before runOnEngineThreadpool: --help and usage errors end here, in this process; its child reads the same argv again.
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:peer --",
+    summary: "us against llama.cpp's llama-server: the same serving benchmark on llama-server, our engine over IPC and our serve over HTTP",
+    options: {
+        json: {type: "string", placeholder: "FILE", description: "also write the workload, the kernel ceiling and every run to FILE"},
+        repeats: {type: "string", placeholder: "N", description: "repeats of the whole matrix, medians over them (default 3)"},
+        quick: {type: "boolean",
+            description: "one repeat of one cell, concurrency 4, prefix cache on, every target (in place of --repeats, --points, --prefix-cache, --targets)"},
+        ["kernels-only"]: {type: "boolean", description: "measure only the kernel ceiling (llama.cpp's kernels alone on each side)"},
+        dtype: {type: "string", placeholder: "D", description: `the demo model's weights: ${demoModelDtypes.join(" | ")} (default f16)`},
+        ["cpu-backend"]: {type: "string", placeholder: "FILE",
+            description: "run our side on this CPU backend (bash scripts/build-cpu-backend.sh) in place of the prebuilt one"},
+        points: {type: "string", placeholder: "P,…",
+            description: "load points: 1, 4, 8 (max concurrency), poisson (near saturation; needs 8) (default 1,4,8,poisson)"},
+        ["prefix-cache"]: {type: "string", placeholder: "on|off|both", description: "prefix cache settings to run on every target (default both)"},
+        targets: {type: "string", placeholder: "T,…",
+            description: "our targets beside llama-server, which always runs: ipc, http (default ipc,http)"},
+        warmups: {type: "string", placeholder: "N",
+            description: "first send every fresh server or engine N copies of the run's first request (default 0: measured from cold)"}
+    },
+    details: "How it measures, and where we stand: README.md (\"Against llama-server: where we stand\") and this script's header."
+}, (values) => {
+    const quick = values.quick === true;
+    const cpuBackend = values["cpu-backend"];
+    if (cpuBackend !== undefined && !isSwappableCpuBackend(cpuBackend))
+        throw new UsageError("--cpu-backend must be a CPU backend built by bash scripts/build-cpu-backend.sh (libggml-cpu-VARIANT.so, " +
+            `a variant node-llama-cpp ships), got ${JSON.stringify(cpuBackend)}`);
+    return {
+        json: values.json, quick, kernelsOnly: values["kernels-only"] === true, cpuBackend,
+        // --quick runs one repeat of one cell, in place of --repeats, --points, --prefix-cache and --targets.
+        repeats: quick ? 1 : integerValue("repeats", values.repeats, 3, 1),
+        dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
+        warmups: integerValue("warmups", values.warmups, 0, 0),
+        selection: quick ? {points: [{concurrency: 4, rate: Infinity}], caches: [true], targets: [...peerTargets]} satisfies PeerSelection
+            : parsePeerSelection({points: values.points ?? "1,4,8,poisson", prefixCache: values["prefix-cache"] ?? "both",
+                targets: values.targets ?? "ipc,http"})
+    };
+});
+const {quick, repeats, dtype, warmups, selection} = flags;
 
 const workload = {model: `demo small (textOnly, ${dtype})`, numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
     threads: 1, parallel: 4, contextPerSequence: 4096, warmups};
@@ -112,8 +134,6 @@ const engineArgs = ["--threads", String(workload.threads), "--parallel", String(
 /** The kernel ceiling's prompt: plain words the demo tokenizer knows, more than 480 tokens of them. */
 const kernelCeilingText = "once upon a time a little girl walked to the park with her dog and they played in the sun until it was late ".repeat(40);
 
-const selection: PeerSelection = quick ? {points: [{concurrency: 4, rate: Infinity}], caches: [true], targets: [...peerTargets]}
-    : parsePeerSelection({points: values.points!, prefixCache: values["prefix-cache"]!, targets: values.targets!});
 const targets = selection.targets;
 type Target = PeerTarget;
 
@@ -240,7 +260,7 @@ function summarize(rows: readonly Row[], point: LoadPoint, cache: boolean): {tab
 }
 
 async function main(): Promise<void> {
-    const cpuBackend = values["cpu-backend"];
+    const cpuBackend = flags.cpuBackend;
     const restorePrebuilt = cpuBackend !== undefined ? swapCpuBackend(cpuBackend) : undefined;
     try {
         await compare(cpuBackend);
@@ -268,9 +288,9 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
     const ceiling: KernelCeiling = await measureKernelCeiling({binary, modelPath, threads: workload.threads,
         text: kernelCeilingText, promptTokens: 480, outputTokens: 64, repeats: 5, temperature: workload.temperature});
     console.log(describeKernelCeiling(ceiling));
-    if (values["kernels-only"] === true) {
-        if (values.json !== undefined)
-            fs.writeFileSync(values.json, JSON.stringify({model: workload.model, model_path: modelPath, cpu_backend: cpuBackend ?? "prebuilt",
+    if (flags.kernelsOnly) {
+        if (flags.json !== undefined)
+            fs.writeFileSync(flags.json, JSON.stringify({model: workload.model, model_path: modelPath, cpu_backend: cpuBackend ?? "prebuilt",
                 kernel_ceiling: ceiling}, null, 2) + "\n");
         return;
     }
@@ -347,9 +367,9 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
         }
     if (failures.length > 0)
         console.log(`${failures.length} run(s) failed once and were run again: ${failures.map((f) => `${f.target} (${f.error})`).join("; ")}`);
-    if (values.json !== undefined) {
+    if (flags.json !== undefined) {
         const poisson = points.find((p) => p.concurrency === undefined);
-        fs.writeFileSync(values.json, JSON.stringify({
+        fs.writeFileSync(flags.json, JSON.stringify({
             workload: {model: workload.model, model_path: modelPath, num_prompts: workload.numPrompts, input_len: workload.inputLen,
                 output_len: workload.outputLen, seed: workload.seed, temperature: workload.temperature, threads: workload.threads,
                 parallel: workload.parallel, context_per_sequence: workload.contextPerSequence, warmups: workload.warmups,
@@ -366,7 +386,7 @@ async function compare(cpuBackend: string | undefined): Promise<void> {
             paired_ratios: pairedRatioRows,
             failed_runs: failures
         }, null, 2) + "\n");
-        console.log(`wrote ${values.json}`);
+        console.log(`wrote ${flags.json}`);
     }
 }
 

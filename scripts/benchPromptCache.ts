@@ -14,37 +14,41 @@
  *
  * A benchmark, not a test: do not run it next to other measurements.
  */
-import {parseArgs} from "node:util";
 import fs from "node:fs";
 import OpenAI from "openai";
+import {integerValue} from "../cli/optionValues.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {buildLlamaServer, llamaServerVersion, killOnExit, startLlamaServer} from "./llamaServer.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 import {startServe} from "./serveProcess.js";
 
-const {values} = parseArgs({options: {
-    conversations: {type: "string", default: "6"},
-    turns: {type: "string", default: "4"},
-    parallel: {type: "string", default: "2"},
-    ["opening-words"]: {type: "string", default: "400"},
-    ["cache-mib"]: {type: "string", default: "2048"},
-    repeats: {type: "string", default: "2"},
-    json: {type: "string"}
-}, strict: true});
-
-function positive(name: string, raw: string | undefined): number {
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < 1)
-        throw new Error(`--${name} must be an integer >= 1, got ${raw}`);
-    return value;
-}
-
-const conversations = positive("conversations", values.conversations);
-const turns = positive("turns", values.turns);
-const parallel = positive("parallel", values.parallel);
-const openingWords = positive("opening-words", values["opening-words"]);
-const cacheMiB = positive("cache-mib", values["cache-mib"]);
-const repeats = positive("repeats", values.repeats);
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:prompt-cache --",
+    summary: "more conversations than sequences, each turn resending its history: TTFT and cached tokens on our serve and llama-server, " +
+        "prompt cache on and off",
+    options: {
+        conversations: {type: "string", placeholder: "N", description: "conversations, their turns taken round robin (default 6)"},
+        turns: {type: "string", placeholder: "N", description: "turns per conversation (default 4)"},
+        parallel: {type: "string", placeholder: "N", description: "sequences (slots) of every server (default 2)"},
+        ["opening-words"]: {type: "string", placeholder: "N", description: "words in each conversation's opening (default 400)"},
+        ["cache-mib"]: {type: "string", placeholder: "MIB",
+            description: "prompt cache size when on: ours --prompt-cache, llama-server's --cache-ram (default 2048)"},
+        repeats: {type: "string", placeholder: "N", description: "repeats, a fresh server per target each, medians over them (default 2)"},
+        json: {type: "string", placeholder: "FILE", description: "also write the workload and every target's results to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"Defaults, from measurement\") and this script's header."
+}, (values) => ({
+    conversations: integerValue("conversations", values.conversations, 6, 1),
+    turns: integerValue("turns", values.turns, 4, 1),
+    parallel: integerValue("parallel", values.parallel, 2, 1),
+    openingWords: integerValue("opening-words", values["opening-words"], 400, 1),
+    cacheMiB: integerValue("cache-mib", values["cache-mib"], 2048, 1),
+    repeats: integerValue("repeats", values.repeats, 2, 1),
+    json: values.json
+}));
+const {conversations, turns, parallel, openingWords, cacheMiB, repeats} = flags;
 const maxTokens = 16;
 const threads = 1;
 const contextPerSequence = 4096;
@@ -182,11 +186,11 @@ async function main(): Promise<void> {
     const ratio = (ours: Target, theirs: Target): string => (median(ours, "later_ttft_p50_ms") / median(theirs, "later_ttft_p50_ms")).toFixed(3);
     console.log(`  later-turn TTFT p50, ours / llama-server: cache on ${ratio("ours, cache on", "llama-server, cache on")}, ` +
         `cache off ${ratio("ours, cache off", "llama-server, cache off")}; ours on / off ${ratio("ours, cache on", "ours, cache off")}`);
-    if (values.json !== undefined) {
+    if (flags.json !== undefined) {
         const workload = {conversations, turns, parallel, opening_words: openingWords, max_tokens: maxTokens, threads,
             context_per_sequence: contextPerSequence, cache_mib: cacheMiB, repeats, model_path: modelPath};
-        fs.writeFileSync(values.json, JSON.stringify({workload, results: rows}, null, 2) + "\n");
-        console.log(`wrote ${values.json}`);
+        fs.writeFileSync(flags.json, JSON.stringify({workload, results: rows}, null, 2) + "\n");
+        console.log(`wrote ${flags.json}`);
     }
 }
 

@@ -12,20 +12,33 @@
  */
 import {spawn} from "node:child_process";
 import fs from "node:fs";
-import {parseArgs} from "node:util";
 import {parseBenchArgs} from "../cli/benchArgs.js";
+import {integerValue} from "../cli/optionValues.js";
 import {bundledEntryPath} from "../engine/bundlePaths.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {buildLlamaServer, killOnExit, startLlamaServer} from "./llamaServer.js";
+import {readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({options: {
-    "pairs": {type: "string", default: "5"},
-    "num-prompts": {type: "string", default: "32"},
-    "json": {type: "string"}
-}, strict: true});
+const values = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:proxy --",
+    summary: "what the monitoring proxy adds: the serving benchmark against llama-server directly and through proxy, interleaved pairs",
+    options: {
+        "pairs": {type: "string", placeholder: "N", description: "direct + proxied pairs, after one warm-up pair (default 5)"},
+        "num-prompts": {type: "string", placeholder: "N", description: "requests per run, 48 in / 64 out, max concurrency 4 (default 32)"},
+        "json": {type: "string", placeholder: "FILE", description: "also write the medians and every pair to FILE"}
+    },
+    details: "How it measures, and what it measured: README.md (\"The monitoring proxy\") and this script's header. " +
+        "Needs llama-server (bash .ci/build-llama-server.sh)."
+}, (given) => ({
+    "pairs": integerValue("pairs", given.pairs, 5, 1),
+    // Passed on to the bench's own flags (cli/benchArgs.ts), checked here as it checks them.
+    "num-prompts": String(integerValue("num-prompts", given["num-prompts"], 32, 1)),
+    "json": given.json
+}));
 
 const workload = ["--num-prompts", values["num-prompts"], "--input-len", "48", "--output-len", "64", "--max-concurrency", "4",
     "--no-progress", "--no-cache-prompt"];
@@ -69,7 +82,7 @@ async function main(): Promise<void> {
         await run(server.baseUrl); // warm-up
         await run(proxy.baseUrl);
         const rows: Array<{direct: BenchMetrics, proxied: BenchMetrics}> = [];
-        for (let i = 0; i < Number(values.pairs); i++) {
+        for (let i = 0; i < values.pairs; i++) {
             const first = i % 2 === 0 ? "direct" : "proxy";
             const a = await run(first === "direct" ? server.baseUrl : proxy.baseUrl);
             const b = await run(first === "direct" ? proxy.baseUrl : server.baseUrl);

@@ -9,21 +9,29 @@
  * not a test: it prints numbers and asserts nothing.
  */
 import fs from "node:fs";
-import {parseArgs} from "node:util";
+import {integerValue} from "../cli/optionValues.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
+import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const {values} = parseArgs({
+const flags = readScriptCommandLine({
+    program: "npm run",
+    name: "bench:threadpool --",
+    summary: "process-mode engines with different UV_THREADPOOL_SIZEs on the same requests: output tok/s and delivery gaps",
     options: {
-        repeats: {type: "string", default: "5"},
-        sizes: {type: "string", default: "1,4"},
-        json: {type: "string"}
+        repeats: {type: "string", placeholder: "R", description: "repeats per cell, the median reported (default 5)"},
+        sizes: {type: "string", placeholder: "N,…", description: "libuv pool sizes, an engine started with each (default 1,4)"},
+        json: {type: "string", placeholder: "FILE", description: "also write the results to FILE"}
     },
-    strict: true
-});
-const repeats = Number(values.repeats);
-const sizes = values.sizes.split(",").map(Number);
+    details: "How it measures, and what it measured: README.md (\"Defaults, from measurement\") and this script's header."
+}, (values) => ({
+    repeats: integerValue("repeats", values.repeats, 5, 1),
+    // Distinct: one engine per size.
+    sizes: listValue("sizes", values.sizes, [1, 4], "distinct positive integers separated by commas", positiveInteger, true),
+    json: values.json
+}));
+const {repeats, sizes} = flags;
 const concurrencies = [1, 4, 8];
 const maxTokens = 64;
 const prompt = "Once upon a time, in a small town by the sea, there lived a";
@@ -78,8 +86,8 @@ async function main(): Promise<void> {
     }
     for (const client of clients.values())
         await client.stop();
-    if (values.json !== undefined)
-        fs.writeFileSync(values.json, JSON.stringify({model: "small-text", threads: 1, max_tokens: maxTokens, repeats, results: rows}, null, 2) + "\n");
+    if (flags.json !== undefined)
+        fs.writeFileSync(flags.json, JSON.stringify({model: "small-text", threads: 1, max_tokens: maxTokens, repeats, results: rows}, null, 2) + "\n");
 }
 
 main().catch((error: unknown) => {

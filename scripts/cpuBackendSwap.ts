@@ -16,6 +16,12 @@ function replaceByRename(source: string, target: string): void {
     fs.renameSync(`${target}.tmp`, target);
 }
 
+/** Whether `library` is a file named as one of node-llama-cpp's prebuilt CPU variants (libggml-cpu-VARIANT.so), as swapCpuBackend needs. */
+export function isSwappableCpuBackend(library: string): boolean {
+    return /^libggml-cpu-[\w-]+\.so$/.test(path.basename(library)) && fs.existsSync(path.join(prebuiltBins, path.basename(library))) &&
+        fs.statSync(library, {throwIfNoEntry: false})?.isFile() === true;
+}
+
 /** Swaps `library` in; returns the function that puts the prebuilt library back (idempotent). */
 export function swapCpuBackend(library: string): () => void {
     const target = path.join(prebuiltBins, path.basename(library));

@@ -2,7 +2,9 @@
  * Which part of bench:peer's matrix to run: `--points 1,4,8,poisson`, `--prefix-cache on|off|both` and
  * `--targets ipc,http` (llama-server always runs: every ratio is against it). A narrower matrix buys more
  * repeats of the cells that matter in the same time, so their paired ratios get a useful interval.
+ * A bad value is a UsageError naming the flag (bench:peer prints it with its usage, exit 2).
  */
+import {UsageError} from "../cli/commandLine.js";
 
 export const peerTargets = ["llama-server", "ipc", "http"] as const;
 export type PeerTarget = typeof peerTargets[number];
@@ -16,9 +18,9 @@ const closedLoopConcurrencies = [1, 4, 8] as const;
 function listOf(flag: string, text: string): string[] {
     const items = text.split(",").map((item) => item.trim());
     if (items.some((item) => item === ""))
-        throw new RangeError(`${flag}: an empty item in "${text}"`);
+        throw new UsageError(`${flag}: an empty item in "${text}"`);
     if (new Set(items).size !== items.length)
-        throw new RangeError(`${flag}: an item given twice in "${text}"`);
+        throw new UsageError(`${flag}: an item given twice in "${text}"`);
     return items;
 }
 
@@ -28,10 +30,10 @@ export function parsePoints(text: string): LoadPoint[] {
     const known = [...closedLoopConcurrencies.map(String), "poisson"];
     const unknown = items.filter((item) => !known.includes(item));
     if (unknown.length > 0)
-        throw new RangeError(`--points: unknown point ${unknown.map((u) => `"${u}"`).join(", ")}; choose from ${known.join(", ")}`);
+        throw new UsageError(`--points: unknown point ${unknown.map((u) => `"${u}"`).join(", ")}; choose from ${known.join(", ")}`);
     // The Poisson rate is 0.9 × the IPC request throughput at concurrency 8, so that point needs it.
     if (items.includes("poisson") && !items.includes("8"))
-        throw new RangeError("--points: poisson needs 8 too (its rate is 0.9 × the IPC throughput at concurrency 8)");
+        throw new UsageError("--points: poisson needs 8 too (its rate is 0.9 × the IPC throughput at concurrency 8)");
     return [
         ...closedLoopConcurrencies.filter((c) => items.includes(String(c))).map((concurrency) => ({concurrency, rate: Infinity})),
         ...(items.includes("poisson") ? [{concurrency: undefined, rate: NaN}] : [])
@@ -43,7 +45,7 @@ export function parseCaches(text: string): boolean[] {
         case "on": return [true];
         case "off": return [false];
         case "both": return [true, false];
-        default: throw new RangeError(`--prefix-cache: expected on, off or both, got "${text}"`);
+        default: throw new UsageError(`--prefix-cache: expected on, off or both, got "${text}"`);
     }
 }
 
@@ -53,7 +55,7 @@ export function parseTargets(text: string): PeerTarget[] {
     const ours = peerTargets.filter((t) => t !== "llama-server") as string[];
     const unknown = items.filter((item) => !ours.includes(item));
     if (unknown.length > 0)
-        throw new RangeError(`--targets: unknown target ${unknown.map((u) => `"${u}"`).join(", ")}; choose from ${ours.join(", ")} ` +
+        throw new UsageError(`--targets: unknown target ${unknown.map((u) => `"${u}"`).join(", ")}; choose from ${ours.join(", ")} ` +
             "(llama-server always runs)");
     return peerTargets.filter((t) => t === "llama-server" || items.includes(t));
 }
