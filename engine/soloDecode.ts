@@ -156,7 +156,51 @@ export class SoloDecode {
      */
     tryDecode(sequence: LlamaContextSequence, token: Token, sample: (batchLogitIndex: number) => Promise<NativeSample>):
     Promise<NativeSample> | undefined {
-        return this.tryDecodeAll([{sequence, token, sample}])?.[0];
+        const context = this.context;
+        const seq = sequence as unknown as SequenceInternals;
+        if (!this.contextFree() || !this.takesToken(seq))
+            return undefined;
+        this.decodes++;
+        // Free, so the lock is taken and everything up to the first await runs now: the decode and its sample are queued
+        // on libuv's one thread before this returns. Not through `tryDecodeAll`: at concurrency 1 its arrays and extra
+        // promise hops, in the engine's interpreted JavaScript, looked to cost throughput (0.939 vs 0.974 of llama-server's
+        // over IPC, 4 interleaved runs of 3 repeats, 2026-12-07; inside the noise, but that way).
+        return this.locks.withLock([context, "context"], async () => {
+            const disposalGuard = context._backendContextDisposeGuard.createPreventDisposalHandle();
+            try {
+                const first = seq._nextTokenIndex;
+                context._ctx.initBatch(1);
+                const [batchLogitIndex] = context._ctx.addToBatch(seq._sequenceId, first, Uint32Array.of(token), Uint32Array.of(0));
+                if (batchLogitIndex === undefined)
+                    throw new Error("solo decode: the batch gave no logits for the token");
+                const decoding = context._ctx.decodeBatch();
+                const sampling = sampleBehind(sample, batchLogitIndex);
+                try {
+                    await decoding;
+                } catch (error) {
+                    // The lock is held until nothing of this batch is left running natively.
+                    await sampling.catch(() => undefined);
+                    throw error;
+                }
+                bookDecodedToken(seq, first, token);
+                return await sampling;
+            } finally {
+                disposalGuard.dispose();
+            }
+        });
+    }
+
+    /** Nothing else uses the context: no decode queued, no dispatch pending, its lock free, not disposed. */
+    private contextFree(): boolean {
+        const context = this.context;
+        return !context._disposed && !context._batchDispatchPending && context._queuedDecodes.length === 0 &&
+            !this.locks.isLockActive([context, "context"]);
+    }
+
+    /** The sequence takes a token straight on the native context: no checkpoints, predictions or context shift in the way. */
+    private takesToken(seq: SequenceInternals): boolean {
+        return !seq._disposed && seq.needsCheckpoints === false && seq._loadedTokenPredictions.length === 0 &&
+            typeof seq._tokenMeter?.useTokens === "function" && this.context.contextSize - 1 - seq._nextTokenIndex > 0;
     }
 
     /**
@@ -196,10 +240,8 @@ export class SoloDecode {
     private tryDecodeAll(entries: readonly AheadToken[]): Array<Promise<NativeSample>> | undefined {
         const context = this.context;
         const sequences = entries.map((entry) => entry.sequence as unknown as SequenceInternals);
-        if (entries.length === 0 || context._disposed || context._batchDispatchPending || context._queuedDecodes.length > 0 ||
-            this.locks.isLockActive([context, "context"]) || new Set(sequences).size < sequences.length ||
-            sequences.some((seq) => seq._disposed || seq.needsCheckpoints !== false || seq._loadedTokenPredictions.length > 0 ||
-                typeof seq._tokenMeter?.useTokens !== "function" || context.contextSize - 1 - seq._nextTokenIndex <= 0))
+        if (entries.length === 0 || !this.contextFree() || new Set(sequences).size < sequences.length ||
+            !sequences.every((seq) => this.takesToken(seq)))
             return undefined;
         this.decodes += entries.length;
         // Free, so the lock is taken and everything up to the first await runs now: the decode and its samples are queued
@@ -217,17 +259,7 @@ export class SoloDecode {
                     return batchLogitIndex;
                 });
                 const decoding = context._ctx.decodeBatch();
-                const samplings = entries.map(({sample}, i): Promise<NativeSample> => {
-                    let sampling: Promise<NativeSample>;
-                    try {
-                        sampling = sample(batchLogitIndexes[i]!);
-                    } catch (error) {
-                        // Its own error (a sampler configuration it could not take), thrown once the decode is back.
-                        sampling = Promise.reject(error instanceof Error ? error : new Error(String(error)));
-                    }
-                    sampling.catch(() => undefined);
-                    return sampling;
-                });
+                const samplings = entries.map(({sample}, i) => sampleBehind(sample, batchLogitIndexes[i]!));
                 try {
                     await decoding;
                 } catch (error) {
@@ -235,13 +267,7 @@ export class SoloDecode {
                     await Promise.allSettled(samplings);
                     throw error;
                 }
-                // What node-llama-cpp books for a decoded token with logits: an output token, the next index, the token.
-                entries.forEach(({token}, i) => {
-                    const seq = sequences[i]!;
-                    seq._tokenMeter.useTokens(1, "output");
-                    seq._nextTokenIndex = firsts[i]! + 1;
-                    seq._contextTokens = seq._contextTokens.concat(token);
-                });
+                entries.forEach(({token}, i) => bookDecodedToken(sequences[i]!, firsts[i]!, token));
                 // The lock and the disposal guard are held until nothing of this batch is left running natively.
                 await Promise.allSettled(samplings);
                 return samplings;
@@ -252,4 +278,26 @@ export class SoloDecode {
         batch.catch(() => undefined);
         return entries.map((_, i) => batch.then((samplings) => samplings[i]!));
     }
+}
+
+/**
+ * The sample of a batch logit, queued right behind its decode. Its own error (a sampler configuration it could not take) is
+ * thrown once the decode is back.
+ */
+function sampleBehind(sample: (batchLogitIndex: number) => Promise<NativeSample>, batchLogitIndex: number): Promise<NativeSample> {
+    let sampling: Promise<NativeSample>;
+    try {
+        sampling = sample(batchLogitIndex);
+    } catch (error) {
+        sampling = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    sampling.catch(() => undefined);
+    return sampling;
+}
+
+/** What node-llama-cpp books for a decoded token with logits: an output token, the next index, the token. */
+function bookDecodedToken(seq: SequenceInternals, first: number, token: Token): void {
+    seq._tokenMeter.useTokens(1, "output");
+    seq._nextTokenIndex = first + 1;
+    seq._contextTokens = seq._contextTokens.concat(token);
 }
