@@ -174,10 +174,10 @@ export class StepBarrier {
      * tokens (text, stop strings, outputs) runs beside that decode instead of ahead of it: llama-server's loop samples and
      * queues the next batch before it sends anything. For "continues" this resolves once every member's token is in:
      * with the number of continuing members, each to hand its decode over now (waiters resume in `order`, in one turn,
-     * and their decodes go in one batch: leanDecode.ts, `DecodeAhead`); with 0, as
-     * soon as that is known, where the step goes on as without: a member's next sample waits for the engine, the step's
-     * work was not one batch (a token already sampled never waits for a prompt that evaluates in a later batch), or
-     * `mayDecodeAhead` says no. Any other outlook returns false at once. A member that leaves no longer counts.
+     * and their decodes go in one batch: leanDecode.ts, `DecodeAhead`); with 0, as soon as that is known, where the step
+     * goes on as without: a member's next sample waits for the engine, the step's work was not one batch (a token already
+     * sampled never waits for a prompt that evaluates in a later batch), or `mayDecodeAhead` says no. Any other outlook
+     * returns false at once. A member that leaves no longer counts.
      */
     tokenIn(member: StepMember, outlook: TokenOutlook): Promise<number> | false {
         if (!this.members.has(member) || member.tokenIn)

@@ -22,8 +22,7 @@ import {defaultPrefillChunkTokens} from "../protocol/engineOptions.js";
 import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:prefill --",
+    name: "bench:prefill",
     summary: "what a ~2000-token prompt's prefill does to the ITL of three running requests, chunked and not",
     options: {
         "repeats": {type: "string", placeholder: "N", description: "interleaved repeats of every chunk setting (default 3)"},

@@ -26,8 +26,7 @@ const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 
 // Read before runOnEngineThreadpool: --help and usage errors end here, in this process; its child reads the same argv again.
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:engine --",
+    name: "bench:engine",
     summary: "decode tokens/s through Engine + EngineClient vs bare node-llama-cpp at 1, 2, 4 and 8 concurrent requests",
     options: {
         json: {type: "string", placeholder: "FILE", description: "also write the results to FILE"},

@@ -45,8 +45,7 @@ import {startServe} from "./serveProcess.js";
 const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 
 const values = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:http --",
+    name: "bench:http",
     summary: "what the OpenAI-compatible HTTP layer costs: the serving benchmark through IPC vs through serve's /v1, interleaved pairs",
     options: {
         "pairs": {type: "string", placeholder: "N", description: "IPC + HTTP pairs, after one warm-up pair (default 5)"},

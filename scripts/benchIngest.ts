@@ -18,8 +18,7 @@ import type {EngineInfo, RequestEvent, StepStats} from "../protocol/engineMessag
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:ingest --",
+    name: "bench:ingest",
     summary: "token events per second the host's stats path (OutputProcessor → StatsPipeline, a 4 Hz subscriber) takes on one core",
     options: {
         "seconds": {type: "string", placeholder: "S", description: "how long to feed it (default 5)"},

@@ -26,8 +26,7 @@ const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 const engineModes: readonly EngineMode[] = ["process", "inProcess"];
 
 const values = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:overhead --",
+    name: "bench:overhead",
     summary: "what stats collection costs: the serving benchmark with stats off and on, as interleaved pairs",
     options: {
         "pairs": {type: "string", placeholder: "N", description: "off + on pairs per mode, after one warm-up run (default 5)"},

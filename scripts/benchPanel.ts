@@ -53,8 +53,7 @@ import {ensurePanelBuilt, webviewDistDir} from "../test/webview/panelBuild.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:panel --",
+    name: "bench:panel",
     summary: "the stats panel at scale in headless Chromium: delta → painted latency, then the page's JS heap and the host's RSS",
     options: {
         "minutes": {type: "string", placeholder: "N", description: "simulated minutes of 4 Hz deltas for the memory check (default 30)"},

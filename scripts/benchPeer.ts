@@ -83,8 +83,7 @@ import {readScriptCommandLine} from "./scriptCommandLine.js";
 
 // Read before runOnEngineThreadpool: --help and usage errors end here, in this process; its child reads the same argv again.
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:peer --",
+    name: "bench:peer",
     summary: "us against llama.cpp's llama-server: the same serving benchmark on llama-server, our engine over IPC and our serve over HTTP",
     options: {
         json: {type: "string", placeholder: "FILE", description: "also write the workload, the kernel ceiling and every run to FILE"},

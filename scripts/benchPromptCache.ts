@@ -24,8 +24,7 @@ import {readScriptCommandLine} from "./scriptCommandLine.js";
 import {startServe} from "./serveProcess.js";
 
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:prompt-cache --",
+    name: "bench:prompt-cache",
     summary: "more conversations than sequences, each turn resending its history: TTFT and cached tokens on our serve and llama-server, " +
         "prompt cache on and off",
     options: {

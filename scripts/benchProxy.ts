@@ -23,8 +23,7 @@ import {buildLlamaServer, killOnExit, startLlamaServer} from "./llamaServer.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 
 const values = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:proxy --",
+    name: "bench:proxy",
     summary: "what the monitoring proxy adds: the serving benchmark against llama-server directly and through proxy, interleaved pairs",
     options: {
         "pairs": {type: "string", placeholder: "N", description: "direct + proxied pairs, after one warm-up pair (default 5)"},

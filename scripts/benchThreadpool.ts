@@ -16,8 +16,7 @@ import {percentile} from "../extension/host/stats/percentiles.js";
 import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
 const flags = readScriptCommandLine({
-    program: "npm run",
-    name: "bench:threadpool --",
+    name: "bench:threadpool",
     summary: "process-mode engines with different UV_THREADPOOL_SIZEs on the same requests: output tok/s and delivery gaps",
     options: {
         repeats: {type: "string", placeholder: "R", description: "repeats per cell, the median reported (default 5)"},

@@ -6,13 +6,14 @@
 import {readCommandLine, UsageError, type CliOptions, type CommandLine, type OptionValues} from "../cli/commandLine.js";
 
 /**
- * This process's flags against `command`, turned into the script's settings by `interpret`: it checks and converts every
- * value and applies the defaults, throwing UsageError (cli/optionValues.ts' helpers do) for a bad one. After `--help`
- * prints the help and exits 0; after a usage error, an unknown flag or a bad value, prints `npm run bench:x --: <message>`
- * and the help on stderr and exits 2.
+ * This process's flags against `script` (its `name`: the npm script, `bench:peer`), turned into the script's settings by
+ * `interpret`: it checks and converts every value and applies the defaults, throwing UsageError (cli/optionValues.ts'
+ * helpers do) for a bad one. After `--help` prints the help and exits 0; after a usage error, an unknown flag or a bad
+ * value, prints `npm run bench:x --: <message>` and the help on stderr and exits 2.
  */
-export function readScriptCommandLine<Options extends CliOptions, Parsed>(command: CommandLine<Options>,
+export function readScriptCommandLine<Options extends CliOptions, Parsed>(script: Omit<CommandLine<Options>, "program">,
                                                                           interpret: (values: OptionValues<Options>) => Parsed): Parsed {
+    const command: CommandLine<Options> = {...script, program: "npm run", name: `${script.name} --`};
     const commandLine = readCommandLine(command, process.argv.slice(2), {
         stdout: (text) => void process.stdout.write(text),
         stderr: (text) => void process.stderr.write(text)
