@@ -1,7 +1,7 @@
 /** `inference-monitor bench` flags (they mirror vLLM's `benchmark_serving.py`), declared once for parsing and --help. */
 import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
 import {benchEndpoints, normalizeBaseUrl} from "../extension/host/bench/openaiHttpTarget.js";
-import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelSizeNames} from "../engine/model/demoModel.js";
 import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
@@ -10,7 +10,6 @@ import {
 } from "./engineFlags.js";
 import {choiceValue, fractionValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
-const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 /** Read when --api-key is absent, as vLLM's benchmark does. */
 const openAiKeyEnvVar = "OPENAI_API_KEY";
 
@@ -72,7 +71,7 @@ const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as co
 /** The bench options from parsed flags; throws UsageError naming a bad value. `isTty`: whether to draw the progress bar by default. */
 export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJS.ProcessEnv = process.env): BenchOptions {
     const options: BenchOptions = {
-        demoModelSize: choiceValue("demo-size", values["demo-size"], demoSizes, "small"),
+        demoModelSize: choiceValue("demo-size", values["demo-size"], demoModelSizeNames, "small"),
         numPrompts: integerValue("num-prompts", values["num-prompts"], 100, 1),
         numWarmups: integerValue("num-warmups", values["num-warmups"], 0, 0),
         inputLen: integerValue("input-len", values["input-len"], 64, 1),

@@ -5,6 +5,7 @@ import {
     defaultDemoContextLength,
     demoChatTemplates,
     demoModelDtypes,
+    demoModelSizeNames,
     demoModelSizes,
     writeDemoModel,
     type DemoChatTemplateName,
@@ -17,7 +18,6 @@ import type {CliIo} from "./cliIo.js";
 import {readCommandLine, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {choiceValue, integerValue} from "./optionValues.js";
 
-const sizes = Object.keys(demoModelSizes) as DemoModelSize[];
 
 export const makeModelCommandLine = {
     name: "make-model",
@@ -50,7 +50,7 @@ function makeModelOptionsFrom(values: OptionValues<typeof makeModelCommandLine.o
         throw new UsageError(`--context-length must be a power of two, got ${contextLength}`);
     return {
         out: values.out!,
-        size: choiceValue("size", values.size, sizes, "small"),
+        size: choiceValue("size", values.size, demoModelSizeNames, "small"),
         seed: integerValue("seed", values.seed, 0, 0),
         dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
         chatTemplate: values["chat-template"],

@@ -15,14 +15,13 @@ import fs from "node:fs";
 import {choiceValue, integerValue} from "../cli/optionValues.js";
 import {nowMs} from "../common/clock.js";
 import {importNodeLlamaCpp, type LlamaContext, type Token} from "../engine/llamaTypes.js";
-import {demoModelDtypes, demoModelSizes, ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelDtypes, demoModelSizeNames, ensureDemoModel} from "../engine/model/demoModel.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import type {RequestResult} from "../extension/host/engineClient/requestState.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
 import {choiceItem, listValue, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 
 // Read before runOnEngineThreadpool: --help and usage errors end here, in this process; its child reads the same argv again.
 const flags = readScriptCommandLine({
@@ -39,8 +38,8 @@ const flags = readScriptCommandLine({
     details: "How it measures, and what it measured: README.md (\"Commands\") and this script's header."
 }, (values) => ({
     json: values.json,
-    models: listValue("models", values.models, ["small", "medium"], `demo model sizes from ${demoSizes.join(", ")}, separated by commas`,
-        choiceItem(demoSizes)),
+    models: listValue("models", values.models, ["small", "medium"], `demo model sizes from ${demoModelSizeNames.join(", ")}, separated by commas`,
+        choiceItem(demoModelSizeNames)),
     dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
     // Two at least: a request's decode rate is its tokens after the first over the time they took.
     tokens: integerValue("tokens", values.tokens, 48, 2),

@@ -33,7 +33,7 @@
 import fs from "node:fs";
 import {parseBenchArgs} from "../cli/benchArgs.js";
 import {choiceValue, integerValue} from "../cli/optionValues.js";
-import {demoModelSizes, ensureDemoModel, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelSizeNames, ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {runBenchmark, runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
@@ -42,7 +42,6 @@ import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 import {startServe} from "./serveProcess.js";
 
-const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 
 const values = readScriptCommandLine({
     name: "bench:http",
@@ -66,7 +65,7 @@ const values = readScriptCommandLine({
     "output-len": String(integerValue("output-len", given["output-len"], 64, 1)),
     "max-concurrency": String(integerValue("max-concurrency", given["max-concurrency"], 4, 1)),
     "num-warmups": String(integerValue("num-warmups", given["num-warmups"], 0, 0)),
-    "demo-size": choiceValue("demo-size", given["demo-size"], demoSizes, "small"),
+    "demo-size": choiceValue("demo-size", given["demo-size"], demoModelSizeNames, "small"),
     "json": given.json
 }));
 

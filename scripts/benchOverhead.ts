@@ -15,14 +15,13 @@ import http from "node:http";
 import net from "node:net";
 import {parseBenchArgs} from "../cli/benchArgs.js";
 import {choiceValue, fractionValue, integerValue} from "../cli/optionValues.js";
-import {demoModelSizes, type DemoModelSize} from "../engine/model/demoModel.js";
+import {demoModelSizeNames} from "../engine/model/demoModel.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
 import {runBenchmark, type BenchRun} from "../extension/host/bench/runBenchmark.js";
 import type {EngineMode} from "../extension/host/engineClient/engineClient.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {choiceItem, listValue, readScriptCommandLine} from "./scriptCommandLine.js";
 
-const demoSizes = Object.keys(demoModelSizes) as DemoModelSize[];
 const engineModes: readonly EngineMode[] = ["process", "inProcess"];
 
 const values = readScriptCommandLine({
@@ -53,7 +52,7 @@ const values = readScriptCommandLine({
         "output-len": String(integerValue("output-len", given["output-len"], 64, 1)),
         "random-range-ratio": String(fractionValue("random-range-ratio", given["random-range-ratio"], 0)),
         "max-concurrency": maxConcurrency === undefined ? undefined : String(integerValue("max-concurrency", maxConcurrency, 1, 1)),
-        "demo-size": choiceValue("demo-size", given["demo-size"], demoSizes, "small"),
+        "demo-size": choiceValue("demo-size", given["demo-size"], demoModelSizeNames, "small"),
         "json": given.json
     };
 });

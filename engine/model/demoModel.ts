@@ -266,6 +266,9 @@ export const demoModelSizes: Readonly<Record<DemoModelSize, DemoModelSizeInfo>> 
     medium: describe("medium")
 };
 
+/** The demo sizes by name, smallest first (for flags that take one). */
+export const demoModelSizeNames = Object.keys(demoModelSizes) as readonly DemoModelSize[];
+
 export function isDemoModelSize(value: string): value is DemoModelSize {
     return Object.prototype.hasOwnProperty.call(demoModelSizes, value);
 }
