@@ -4,6 +4,7 @@
  * model's name, template and special tokens; `/apply-template` for the prompt text a chat request renders to (to count
  * its tokens before sending it). Declared once for the server and its tests.
  */
+import type {LoraScaleEntry} from "./loraAdapters.js";
 
 /** The sampling defaults a request gets when it sets none (llama-server's `default_generation_settings.params`, ours). */
 export type LlamaCppDefaultParams = {
@@ -18,7 +19,12 @@ export type LlamaCppDefaultParams = {
     typical_p: number, top_n_sigma: number, dynatemp_range: number, dynatemp_exponent: number, mirostat: number, mirostat_tau: number,
     mirostat_eta: number, min_keep: number,
     /** The samplers applied, in order, by llama-server's names (node-llama-cpp's chain; greedy at temperature 0). */
-    samplers: string[]
+    samplers: string[],
+    /**
+     * The LoRA adapters' scales a request runs with: every adapter's, as the server runs them (a request here cannot ask
+     * for others). llama-server lists what a request named, and [] for one that named none and runs with the server's.
+     */
+    lora: LoraScaleEntry[]
 };
 
 export type LlamaCppProps = {

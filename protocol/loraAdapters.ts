@@ -18,6 +18,9 @@ export type LoraAdapter = {path: string, scale: number};
 /** One entry of llama-server's `GET /lora-adapters`. */
 export type LoraAdapterView = {id: number, path: string, scale: number};
 
+/** An adapter's scale by id, as llama-server's `lora` lists them (a request's field, and `params.lora` in /props and /slots). */
+export type LoraScaleEntry = {id: number, scale: number};
+
 /** The most adapters a server takes (llama-server has no limit; this bounds what crosses the engine boundary). */
 export const maxLoraAdapters = 64;
 
@@ -63,6 +66,11 @@ export function checkLoraAdapters(adapters: readonly LoraAdapter[]): void {
 
 export function loraAdapterViews(adapters: readonly LoraAdapter[]): LoraAdapterView[] {
     return adapters.map(({path, scale}, id) => ({id, path, scale}));
+}
+
+/** Every adapter's scale by id: what a request runs with here (checkRequestLora refuses any other). */
+export function loraScaleEntries(adapters: readonly LoraAdapter[]): LoraScaleEntry[] {
+    return adapters.map(({scale}, id) => ({id, scale}));
 }
 
 /**

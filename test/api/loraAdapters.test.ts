@@ -3,7 +3,7 @@
  * against llama-server on the same model with the same adapter file: the same list, the same greedy tokens with the
  * adapter applied (which differ from the base model's), `POST /lora-adapters` changing the scales as llama-server's
  * does (applied once running requests are done, cached states forgotten), and a clear refusal where node-llama-cpp
- * cannot follow llama-server (per-request scales). Then the engine's refusals of files that are not an adapter for this
+ * cannot follow llama-server (per-request scales), the scales in `/props` and `/slots`. Then the engine's refusals of files that are not an adapter for this
  * model, each naming the file and why.
  */
 import assert from "node:assert/strict";
@@ -13,6 +13,8 @@ import path from "node:path";
 import {after, before, describe, test} from "node:test";
 import {ensureDemoModel, type DemoModelOptions} from "../../engine/model/demoModel.js";
 import {EngineClient} from "../../extension/host/engineClient/engineClient.js";
+import type {LlamaCppProps} from "../../protocol/llamaCppProps.js";
+import type {LlamaCppSlot} from "../../protocol/llamaCppSlots.js";
 import {buildLlamaServer, startLlamaServer, type LlamaServer} from "../../scripts/llamaServer.js";
 import {apiForSuite} from "../helpers/apiUnderTest.js";
 import {llamaServerSkipReason} from "../helpers/llamaServerPrerequisite.js";
@@ -124,6 +126,30 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         }
         assert.deepEqual(await listed(ours()), [scale]);
         assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), withAdapter);
+    });
+
+    test("/props and /slots give the scales requests run with, in llama-server's `lora` field", async () => {
+        const propsLora = async (origin: string): Promise<unknown> =>
+            ((await (await fetch(`${origin}/props`)).json()) as LlamaCppProps).default_generation_settings.params.lora;
+        const lastSlotLora = async (): Promise<unknown> => {
+            const slots = await (await fetch(`${ours()}/slots`)).json() as LlamaCppSlot[];
+            const last = slots.filter((slot) => slot.id_task !== undefined).sort((a, b) => b.id_task! - a.id_task!)[0];
+            return last?.params?.lora;
+        };
+        // llama-server lists what a request named: [] by default, though it runs with its scale.
+        assert.deepEqual(await propsLora(peer!.origin), []);
+        assert.deepEqual(await propsLora(ours()), [{id: 0, scale}]);
+        await greedyTokens(ours());
+        assert.deepEqual(await lastSlotLora(), [{id: 0, scale}]);
+        try {
+            assert.equal((await postJson(`${ours()}/lora-adapters`, [{id: 0, scale: 0}])).status, 200);
+            assert.deepEqual(await propsLora(ours()), [{id: 0, scale: 0}]);
+            assert.deepEqual(await lastSlotLora(), [{id: 0, scale}], "the ended request ran with the old scale");
+            await greedyTokens(ours());
+            assert.deepEqual(await lastSlotLora(), [{id: 0, scale: 0}]);
+        } finally {
+            assert.equal((await postJson(`${ours()}/lora-adapters`, [{id: 0, scale}])).status, 200);
+        }
     });
 
     test("a change waits for the running request, which ends with the scales it started with", async () => {

@@ -81,7 +81,7 @@ export class EngineClient {
     private statsServer: StatsChannelServer | undefined;
     private readonly observers = new Set<EngineObserver>();
     private readonly handles = new Map<string, RequestHandle>();
-    private readonly slots = new SequenceSlots();
+    private readonly slots = new SequenceSlots(() => this.engineInfo?.loraAdapters ?? []);
     private readonly outputs = new OutputProcessor({
         onQueued: (id, promptTokens, promptTokenIds) => this.handles.get(id)?.markQueued(promptTokens, promptTokenIds),
         onPromptLogprobs: (id, scores) => this.handles.get(id)?.setPromptLogprobs(scores),

@@ -4,6 +4,7 @@
  * a line break yet. It backs llama.cpp's `GET /slots` (extension/host/llamacpp/slotsRoute.ts).
  */
 import type {GenerateRequest} from "../../../protocol/engineMessages.js";
+import {loraScaleEntries, type LoraAdapter, type LoraScaleEntry} from "../../../protocol/loraAdapters.js";
 import type {RequestLifecycle} from "../../../protocol/requestLifecycle.js";
 import type {EngineStep} from "./engineStep.js";
 
@@ -20,7 +21,8 @@ export type SentRequest = {
     hasNewLine: boolean
 };
 
-export type SequenceSlot = {lifecycle: RequestLifecycle, sent: SentRequest};
+/** `lora`: the adapters' scales the request started with (the engine changes them only while no request runs). */
+export type SequenceSlot = {lifecycle: RequestLifecycle, sent: SentRequest, lora: LoraScaleEntry[]};
 
 export class SequenceSlots {
     private readonly sent = new Map<string, SentRequest>();
@@ -28,6 +30,9 @@ export class SequenceSlots {
     /** Sequences whose tokens a slot action set since their last request (`heldAfterAction`). */
     private readonly heldAfterAction = new Map<number, number>();
     private tasks = 0;
+
+    /** `adapters`: the engine's LoRA adapters with their scales now (EngineInfo.loraAdapters). */
+    constructor(private readonly adapters: () => readonly LoraAdapter[]) {}
 
     /** A generate request was sent. */
     sentRequest(request: GenerateRequest): void {
@@ -49,7 +54,7 @@ export class SequenceSlots {
             if (sent === undefined)
                 continue;
             if (lifecycle.sequence !== undefined && lifecycle.phase === "running" && this.bySequence.get(lifecycle.sequence)?.lifecycle !== lifecycle) {
-                this.bySequence.set(lifecycle.sequence, {lifecycle, sent});
+                this.bySequence.set(lifecycle.sequence, {lifecycle, sent, lora: loraScaleEntries(this.adapters())});
                 this.heldAfterAction.delete(lifecycle.sequence);
             }
             if (lifecycle.phase === "finished")

@@ -8,6 +8,7 @@ import {defaultXtcThreshold, dryDefaults} from "../../../protocol/llamaCppSample
 import {defaultPenaltyLastTokens, type EngineInfo} from "../../../protocol/engineMessages.js";
 import type {ChatCompletionRequest} from "../../../protocol/openaiApi.js";
 import {ApiRequestError} from "../../../protocol/openaiFields.js";
+import {loraScaleEntries} from "../../../protocol/loraAdapters.js";
 import {errorMessage} from "../../../common/errorMessage.js";
 import type {EngineClient} from "../engineClient/engineClient.js";
 
@@ -15,7 +16,7 @@ import type {EngineClient} from "../engineClient/engineClient.js";
 const buildInfo = "inference-monitor 0.1.0 (node-llama-cpp 3.21.1)";
 
 /** What a request gets for the settings it leaves out (GenerateRequest's defaults, in llama-server's names). */
-export const defaultParams: Readonly<LlamaCppDefaultParams> = {
+export const defaultParams: Readonly<Omit<LlamaCppDefaultParams, "lora">> = {
     n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0, seed: -1, repeat_last_n: defaultPenaltyLastTokens,
     repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, dry_base: dryDefaults.base,
     dry_allowed_length: dryDefaults.allowedLength, dry_penalty_last_n: dryDefaults.lastTokens, xtc_probability: 0,
@@ -29,7 +30,7 @@ export const defaultParams: Readonly<LlamaCppDefaultParams> = {
 export async function llamaCppProps(client: EngineClient, info: EngineInfo, modelId: string, metrics: boolean): Promise<LlamaCppProps> {
     const {bos, eos, chatTemplate} = await client.tokenizerInfo();
     return {
-        default_generation_settings: {n_ctx: info.contextSize, params: defaultParams},
+        default_generation_settings: {n_ctx: info.contextSize, params: {...defaultParams, lora: loraScaleEntries(info.loraAdapters)}},
         total_slots: info.parallel,
         model_alias: modelId,
         model_path: info.model.path,

@@ -5,6 +5,7 @@
  */
 import type {EngineInfo} from "../../../protocol/engineMessages.js";
 import type {LlamaCppSlot, LlamaCppSlotParams} from "../../../protocol/llamaCppSlots.js";
+import type {LoraScaleEntry} from "../../../protocol/loraAdapters.js";
 import type {EngineClient} from "../engineClient/engineClient.js";
 import type {SequenceSlot, SlotSettings} from "../engineClient/sequenceSlots.js";
 import {defaultParams} from "./propsRoute.js";
@@ -31,8 +32,8 @@ export function hasIdleSlot(slots: readonly LlamaCppSlot[]): boolean {
  * once the request ends the counts of the request reset (nothing processed, decoded or remaining: −1), while the
  * sequence keeps its tokens for the prefix cache (none when the cache is off, or after a failure, which clears it).
  */
-function requestFields({lifecycle, sent}: SequenceSlot, prefixCache: boolean): Omit<LlamaCppSlot, "id" | "n_ctx" | "speculative"> {
-    const request = {id_task: sent.task, params: slotParams(sent.settings, lifecycle.maxTokens)};
+function requestFields({lifecycle, sent, lora}: SequenceSlot, prefixCache: boolean): Omit<LlamaCppSlot, "id" | "n_ctx" | "speculative"> {
+    const request = {id_task: sent.task, params: slotParams(sent.settings, lifecycle.maxTokens, lora)};
     const {promptTokens, cachedTokens, generatedTokens} = lifecycle;
     if (lifecycle.phase !== "running") {
         // The last token sampled is not evaluated: the sequence holds the tokens before it.
@@ -54,7 +55,7 @@ function requestFields({lifecycle, sent}: SequenceSlot, prefixCache: boolean): O
     };
 }
 
-function slotParams(settings: SlotSettings, maxTokens: number): LlamaCppSlotParams {
+function slotParams(settings: SlotSettings, maxTokens: number, lora: LoraScaleEntry[]): LlamaCppSlotParams {
     const {stream: _stream, ...defaults} = defaultParams;
     const {penalties, dry, xtc} = settings;
     return {
@@ -73,6 +74,7 @@ function slotParams(settings: SlotSettings, maxTokens: number): LlamaCppSlotPara
         ...(dry !== undefined ? {dry_multiplier: dry.multiplier, dry_base: dry.base, dry_allowed_length: dry.allowedLength,
             dry_penalty_last_n: dry.lastTokens} : {}),
         ...(xtc !== undefined ? {xtc_probability: xtc.probability, xtc_threshold: xtc.threshold} : {}),
-        ignore_eos: settings.ignoreEos ?? false
+        ignore_eos: settings.ignoreEos ?? false,
+        lora
     };
 }
