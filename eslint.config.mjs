@@ -16,7 +16,7 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default defineConfig(
-    globalIgnores(["dist/", "**/*.vsix", "test/e2e/artifacts/", ".cache/"]),
+    globalIgnores(["dist/", "dist-bench/", "**/*.vsix", "test/e2e/artifacts/", ".cache/"]),
     {
         files: ["**/*.{ts,mts,cts,js,mjs,cjs}"],
         extends: [

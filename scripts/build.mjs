@@ -45,9 +45,25 @@ const webviewOptions = {
     entryPoints: [{in: "webview/main.ts", out: "panel"}, {in: "webview/panel.css", out: "panel"}]
 };
 
+/**
+ * The `npm run bench:*` scripts, bundled as the product is: a benchmark's host (bench:peer's IPC target runs the host in
+ * the script's own process) then runs the code users run, not sources under tsx, whose loader thread and its garbage
+ * collections share the CPUs being measured. In dist-bench/, beside dist/, so the scripts find dist/'s entries
+ * (engine/bundlePaths.ts) and the repository (`..`); never in the VSIX.
+ */
+const benchScripts = ["benchChunkedPrefill", "benchEngine", "benchHttp", "benchIngest", "benchOverhead", "benchPanel", "benchPeer",
+    "benchPromptCache", "benchProxy", "benchThreadpool"];
+const benchOptions = {
+    ...nodeOptions,
+    external: [...nodeOptions.external, "playwright-core"],
+    outdir: "dist-bench",
+    entryPoints: Object.fromEntries(benchScripts.map((name) => [name, `scripts/${name}.ts`]))
+};
+
 const builds = [
     {...nodeOptions, entryPoints: {engineMain: "engine/main.ts", statsWorker: "engine/stats/statsWorker.ts", gpuProbe: "engine/gpu/gpuProbeMain.ts", cli: "cli/main.ts", extension: "extension/vscode/extension.ts"}},
-    webviewOptions
+    webviewOptions,
+    ...production ? [] : [benchOptions]
 ];
 
 /** One "[watch] build started" when the first bundle starts rebuilding, one "[watch] build finished" when the last one is done. */

@@ -1,11 +1,13 @@
 /**
- * The benchmark scripts' command lines, run as `npm run bench:* -- …` runs them (node --import tsx, from the repo root):
+ * The benchmark scripts' command lines, run as `npm run bench:* -- …` runs them (their bundles in dist-bench/, built by
+ * `npm run build`, from the repo root):
  * `--help` lists every flag the script takes (exit 0), and a typo is one line naming it plus the help on stderr (exit 2),
  * not parseArgs' TypeError stack trace; so is a bad value (`--repeats 0`), not the script's own Error and its stack.
  * The flags are written out here, so that one dropped from a script shows.
  */
 import assert from "node:assert/strict";
 import {spawn} from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import {describe, test} from "node:test";
 
@@ -25,7 +27,8 @@ type Run = {code: number | null, stdout: string, stderr: string};
 
 function runScript(file: string, args: string[]): Promise<Run> {
     return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ["--import", "tsx", file, ...args], {cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"]});
+        const bundle = path.join("dist-bench", `${path.basename(file, ".ts")}.js`);
+        const child = spawn(process.execPath, [bundle, ...args], {cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"]});
         let stdout = "";
         let stderr = "";
         child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (stdout += chunk));
@@ -58,6 +61,18 @@ const badValues: Array<{file: string, npmScript: string, args: string[], flag: s
     {file: "scripts/benchEngine.ts", npmScript: "bench:engine", args: ["--models", "small,huge"], flag: "models"},
     {file: "scripts/benchIngest.ts", npmScript: "bench:ingest", args: ["--seconds", "0"], flag: "seconds"}
 ];
+
+test("every npm bench:* script runs its bundle in dist-bench/, built from scripts/ by npm run build", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {scripts: Record<string, string>};
+    const benches = Object.entries(manifest.scripts).filter(([name]) => name.startsWith("bench:"));
+    assert.ok(benches.length >= 10, benches.map(([name]) => name).join(", "));
+    for (const [name, command] of benches) {
+        const bundle = /^npm run build && node (?:--[\w-]+(?:=\S+)? )*dist-bench\/(\w+)\.js$/.exec(command)?.[1];
+        assert.ok(bundle !== undefined, `${name}: ${command}`);
+        assert.ok(fs.existsSync(path.join(repoRoot, "scripts", `${bundle}.ts`)), `${name}: no scripts/${bundle}.ts`);
+        assert.ok(fs.existsSync(path.join(repoRoot, "dist-bench", `${bundle}.js`)), `${name}: npm run build wrote no dist-bench/${bundle}.js`);
+    }
+});
 
 describe("benchmark scripts' command lines", () => {
     for (const {file, npmScript, flags} of scripts) {

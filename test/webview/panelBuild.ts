@@ -3,7 +3,17 @@ import {spawnSync} from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
-export const repoRoot = path.resolve(__dirname, "..", "..");
+/** The nearest folder above `from` with a package.json: the repository, from test/webview/ or from a bench bundle in dist-bench/. */
+function enclosingPackage(from: string): string {
+    for (let dir = from; ; dir = path.dirname(dir)) {
+        if (fs.existsSync(path.join(dir, "package.json")))
+            return dir;
+        if (path.dirname(dir) === dir)
+            throw new Error(`no package.json above ${from}`);
+    }
+}
+
+export const repoRoot = enclosingPackage(__dirname);
 export const webviewDistDir = path.join(repoRoot, "dist", "webview");
 
 function newestMtime(dir: string): number {
