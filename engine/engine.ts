@@ -49,6 +49,15 @@ const maxFlushHoldForPromptMs = 5;
  */
 const maxFlushHoldForSamplesMs = 250;
 
+/**
+ * The fewest shared leading tokens a request reuses from a sequence's cache. One is not worth it: evaluating a prompt
+ * after one held token took longer than evaluating it whole from an empty sequence (89 prompt tokens, one llama.cpp
+ * thread, 2-vCPU VM, 2026-12-07, medians of 24 interleaved pairs: demo `small` q4_0 51.2 vs 49.2 ms, `small` f16 144.2 vs
+ * 141.5 ms, `medium` f16 666.1 vs 664.2 ms), where two or more held tokens mostly gained. Unrelated prompts share just
+ * their BOS, so this is the common case of a prefix cache miss.
+ */
+const minReusedPrefix = 2;
+
 /** Receives every message the engine sends to the host. */
 export type EngineSink = (message: EngineToHost) => void;
 
@@ -682,8 +691,11 @@ export class Engine {
         request.slot = slot;
         request.tailErased = false;
         // At least the last input token is evaluated again: its logits give the first new token. A prompt to score is
-        // evaluated from its start: each token's distribution is read on the way.
-        request.cachedTokens = scoresPrompt(request) ? 0 : Math.min(shared, inputTokens(request).length - 1);
+        // evaluated from its start: each token's distribution is read on the way. A lone shared token (the BOS of unrelated
+        // prompts) is evaluated again too: llama.cpp evaluates a prompt after one held token slower than the same prompt
+        // with that token from an empty sequence (`minReusedPrefix`).
+        const reusable = Math.min(shared, inputTokens(request).length - 1);
+        request.cachedTokens = scoresPrompt(request) || (reusable < minReusedPrefix && restore === undefined) ? 0 : reusable;
         if (restore !== undefined) {
             this.promptCache?.take(restore);
             request.restore = restore;
