@@ -172,6 +172,10 @@ export class Engine {
     /** Running requests that have their first token (members of the steps that decode). */
     private decoding = 0;
     private flushScheduled = false;
+    /** Sequences were freed while the rest of their step's samples were in flight: waiting requests start at its end. */
+    private scheduleAtStepEnd = false;
+    /** Requests that have left the steps and not yet freed their sequences (`run`'s end). */
+    private ending = 0;
     /**
      * A flush found the step incomplete: it goes out when the step is (`onStepEnd`), or at this timer,
      * which bounds the wait for samples in flight (long) or for a prompt submitted later (short).
@@ -936,6 +940,7 @@ export class Engine {
             error = `generation failed: ${errorMessage(err)}`;
             errorCode = "engine_error";
         } finally {
+            this.ending++;
             if (decoding)
                 this.decoding--;
             if (member !== undefined)
@@ -966,6 +971,26 @@ export class Engine {
             this.emit({kind: "preempted", id: request.id, t: nowMs()});
             this.queue.push(request);
         }
+        // Requests that end in the same step free their sequences one after another, each as it handles its last token
+        // (and, with the prefix cache off, once its sequence is cleared). Waiting requests start once all have: at the end
+        // of the step while others' samples of its batch are in flight, else with the last of them. Their prompts then
+        // go in whole in one batch, not the first one's alone and each later one's in a step of its own.
+        this.ending--;
+        if (this.barrier.samplesInFlight)
+            this.scheduleAtStepEnd = true;
+        else if (this.ending === 0)
+            this.startWaiting();
+    }
+
+    /**
+     * Starts waiting requests once the requests ending in a step have all left it. When none runs any more, the step's
+     * last outputs go first: nothing decodes that their sending could wait beside, and a flush after the newcomers joined
+     * the step would hold them for the newcomers' prompts (`holdFlush`).
+     */
+    private startWaiting(): void {
+        this.scheduleAtStepEnd = false;
+        if (this.barrier.memberCount === 0 && this.pendingEvents.length > 0)
+            this.flush();
         this.schedule();
     }
 
@@ -1133,11 +1158,13 @@ export class Engine {
         // The decodes this release queues are exactly the two running requests' next tokens: one batch each, where that is faster.
         if (this.pairSplit !== undefined)
             this.pairSplit.active = this.barrier.memberCount === 2 && this.prefilling === 0 && this.queue.length === 0;
-        if (this.heldFlush === undefined)
-            return;
-        clearTimeout(this.heldFlush.timer);
-        this.heldFlush = undefined;
-        this.scheduleFlush();
+        if (this.heldFlush !== undefined) {
+            clearTimeout(this.heldFlush.timer);
+            this.heldFlush = undefined;
+            this.scheduleFlush();
+        }
+        if (this.scheduleAtStepEnd && this.ending === 0)
+            this.startWaiting();
     }
 
     /**

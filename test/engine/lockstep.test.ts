@@ -100,6 +100,39 @@ describe("lockstep (engine)", () => {
     });
 });
 
+describe("a wave's end (engine)", () => {
+    test("with the prefix cache on, the requests waiting for sequences start together once a wave ends in one step, " +
+        "after its last tokens went out", async () => {
+        // Sequences keep their tokens, so each is free the moment its request handles its last token. The waiting requests
+        // used to start then, one by one while the rest of the wave was ending: the first one's prompt went in alone, and
+        // the next ones' joined held the wave's last outputs.
+        const engine = await EngineUnderTest.start({parallel: 4, prefixCache: true, promptCacheMiB: 0});
+        try {
+            for (let round = 0; round < 3; round++) {
+                const before = engine.steps.length;
+                const requests = Array.from({length: 8}, (_, i) => engine.send({prompt: `${round * 8 + i} ${sentence.repeat(2)}`, maxTokens,
+                    ignoreEos: true, temperature: 0.8, seed: i}));
+                await Promise.all(requests.map((r) => r.done));
+                const stepOf = (id: string, kind: "tokens" | "finished") =>
+                    before + engine.steps.slice(before).findIndex((events) => events.some((e) => e.kind === kind && e.id === id));
+                const ends = requests.slice(0, 4).map((r) => stepOf(r.id, "finished"));
+                const starts = requests.slice(4).map((r) => stepOf(r.id, "tokens"));
+                assert.ok(ends.every((step) => step >= before && step === ends[0]), `round ${round}: the first wave finished in steps ${ends.join(", ")}`);
+                assert.ok(starts.every((step) => step > ends[0]! && step === starts[0]),
+                    `round ${round}: the second wave's first tokens came in steps ${starts.join(", ")} (the first wave ended in ${ends[0]})`);
+                const firstSampled = Math.min(...requests.slice(4).map((r) => {
+                    const first = engine.events.find((e) => e.kind === "tokens" && e.id === r.id);
+                    return first?.kind === "tokens" ? first.times[0]! : Infinity;
+                }));
+                assert.ok(engine.stepTimes[ends[0]!]! < firstSampled, `round ${round}: the first wave's last outputs went out ` +
+                    `${(engine.stepTimes[ends[0]!]! - firstSampled).toFixed(1)} ms after the second wave's first token`);
+            }
+        } finally {
+            await engine.engine.dispose();
+        }
+    });
+});
+
 describe("one outputs message per step (engine)", () => {
     test("every message that carries tokens carries one token of each running request, also in the step where some finish", async () => {
         // node-llama-cpp samples each sequence in its own native task, and those finish in separate event-loop
