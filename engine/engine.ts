@@ -699,7 +699,7 @@ export class Engine {
         // prompts) is evaluated again too: llama.cpp evaluates a prompt after one held token slower than the same prompt
         // with that token from an empty sequence (`minReusedPrefix`).
         const reusable = Math.min(shared, inputTokens(request).length - 1);
-        request.cachedTokens = scoresPrompt(request) || (reusable < minReusedPrefix && restore === undefined) ? 0 : reusable;
+        request.cachedTokens = scoresPrompt(request) || reusable < minReusedPrefix ? 0 : reusable;
         if (restore !== undefined) {
             this.promptCache?.take(restore);
             request.restore = restore;

@@ -6,6 +6,7 @@
 // --watch (`npm run watch`, F5's preLaunchTask): rebuilds on change and prints "[watch] build started"
 // / "[watch] build finished" around each rebuild, and every error or warning as two lines
 // ("✘ [ERROR] text", "    file:line:column:"): .vscode/tasks.json's problem matcher reads those.
+import fs from "node:fs";
 import * as esbuild from "esbuild";
 
 const watch = process.argv.includes("--watch");
@@ -51,8 +52,10 @@ const webviewOptions = {
  * collections share the CPUs being measured. In dist-bench/, beside dist/, so the scripts find dist/'s entries
  * (engine/bundlePaths.ts) and the repository (`..`); never in the VSIX.
  */
-const benchScripts = ["benchChunkedPrefill", "benchEngine", "benchHttp", "benchIngest", "benchOverhead", "benchPanel", "benchPeer",
-    "benchPromptCache", "benchProxy", "benchThreadpool"];
+const manifest = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+/** The bundles package.json's scripts run (`node … dist-bench/NAME.js`), each from scripts/NAME.ts. */
+const benchScripts = [...new Set(Object.values(manifest.scripts).flatMap((command) =>
+    [...command.matchAll(/dist-bench\/(\w+)\.js/g)].map((match) => match[1])))];
 const benchOptions = {
     ...nodeOptions,
     external: [...nodeOptions.external, "playwright-core"],
