@@ -31,6 +31,7 @@ import {EmbeddingRunner} from "./embeddingRunner.js";
 import {outOfVocabulary} from "./vocabularyCheck.js";
 import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
+import {PrefillBudget} from "./prefillBudget.js";
 import {PromptCache, type SavedPrompt} from "./promptCache.js";
 import {LoraScaleChanges} from "./loraScaleChanges.js";
 import {SlotActions} from "./slotActions.js";
@@ -167,8 +168,10 @@ export class Engine {
     private pendingEvents: RequestEvent[] = [];
     private pendingTokenRequests = new Set<ActiveRequest>();
     private stepTokens = 0;
-    /** Requests evaluating their input in chunks right now; they share the per-step prompt budget. */
+    /** Requests evaluating their input in chunks right now (some may wait for a step with budget left for them). */
     private prefilling = 0;
+    /** The per-step prompt budget of chunked prefill, first come, first served; a request holds its place until its first token. */
+    private readonly prefillBudget: PrefillBudget<ActiveRequest>;
     /** Running requests that have their first token (members of the steps that decode). */
     private decoding = 0;
     private flushScheduled = false;
@@ -197,12 +200,13 @@ export class Engine {
         private readonly stats: StatsAgent | undefined,
         private readonly allowDebugRequests: boolean,
         private readonly prefixCache: boolean,
-        private readonly prefillBudget: number,
+        prefillTokensPerStep: number,
         /** Requests that may wait at once (EngineOptions.maxWaitingRequests). */
         private readonly maxWaiting: number,
         /** Saved states of sequences whose tokens were replaced (EngineOptions.promptCacheMiB); undefined: off. */
         private readonly promptCache: PromptCache | undefined
     ) {
+        this.prefillBudget = new PrefillBudget(prefillTokensPerStep);
         this.barrier = new StepBarrier(loaded.context.batchSize, {
             onStepEnd: () => this.onStepEnd(),
             // Not where a step of two goes as two batches (decodePairs.ts): those go through node-llama-cpp's dispatch, which splits them.
@@ -612,11 +616,6 @@ export class Engine {
         this.updateQueueCounters();
     }
 
-    /** Prompt tokens one prefilling request may evaluate in this step: the step budget, shared. */
-    private prefillChunk(): number {
-        return Math.max(16, Math.floor(this.prefillBudget / Math.max(1, this.prefilling)));
-    }
-
     /**
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
      * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer);
@@ -805,6 +804,8 @@ export class Engine {
         let member: StepMember | undefined;
         let decoding = false;
         let next = request.cachedTokens;
+        /** The rest of a prompt that went in pieces goes in at the step release its loop left at (not at the next one). */
+        let released = false;
         try {
             const order = this.slots.indexOf(slot);
             // While nobody decodes yet, a prompt goes in whole (up to one batch of it when others' prompts
@@ -834,21 +835,35 @@ export class Engine {
             if (!whole) {
                 // Chunked prefill: while other requests decode, a long input goes in pieces, one per step,
                 // each in the same batch as their decodes, so they keep generating instead of waiting for
-                // the whole prompt; the rest goes with their next decodes, and it joins the steps then.
+                // the whole prompt; the rest goes with their next decodes, and it joins the steps then. The
+                // step's budget goes to the long inputs first come, first served (prefillBudget.ts). A prompt
+                // that fits one step's budget goes whole in the next step, whatever long ones are prefilling:
+                // a short request is not held behind a long prompt.
+                const pieces = inPieces || input.length - next > this.prefillBudget.tokensPerStep;
                 this.prefilling++;
+                if (pieces)
+                    this.prefillBudget.set(request, input.length - next);
                 const scores: TokenLogprob[] = [];
                 try {
                     // Whether or not others decode; a scored piece's tokens are evaluated with their next-token distributions read.
-                    while (request.stop === undefined &&
-                        (inPieces ? next < input.length - 1 : this.barrier.memberCount > 0 && input.length - next > this.prefillChunk())) {
+                    while (pieces && request.stop === undefined && (inPieces ? next < input.length - 1 : this.barrier.memberCount > 0)) {
                         await this.barrier.nextStep(order);
-                        // The share may have grown meanwhile (another prefill ended); the last token always
-                        // stays for `evaluate`, whose logits give the first new token.
-                        const share = inPieces && this.barrier.memberCount === 0 ? this.loaded.context.batchSize : this.prefillChunk();
-                        const size = Math.min(share, input.length - next - 1);
-                        if (request.stop !== undefined || size <= 0)
+                        if (request.stop !== undefined)
                             break;
+                        // This step's share, once the requests ahead have taken theirs (0: none left, wait for the next step).
+                        const share = inPieces && this.barrier.memberCount === 0
+                            ? this.loaded.context.batchSize : this.prefillBudget.shareOf(request);
+                        // The whole rest fits: it goes in this step, with the first new token.
+                        if (!inPieces && share >= input.length - next) {
+                            released = true;
+                            break;
+                        }
+                        // The last token always stays for `evaluate`, whose logits give the first new token.
+                        const size = Math.min(share, input.length - next - 1);
+                        if (size <= 0)
+                            continue;
                         next = await this.evaluatePromptPiece(request, slot, input, next, size, scoring ? scores : undefined);
+                        this.prefillBudget.set(request, input.length - next);
                     }
                 } finally {
                     this.prefilling--;
@@ -863,7 +878,8 @@ export class Engine {
                 if (request.maxTokens === 0 && request.stop === undefined)
                     reason = "length";
                 if (reason === undefined) {
-                    await this.barrier.nextStep(order);
+                    if (!released)
+                        await this.barrier.nextStep(order);
                     if (request.stop === undefined)
                         member = this.barrier.join(order);
                 }
@@ -901,6 +917,7 @@ export class Engine {
                     tokenReported = false;
                     if (prefillPending) {
                         prefillPending = false;
+                        this.prefillBudget.leave(request);
                         decoding = true;
                         this.decoding++;
                         this.stepTokens += input.length - next;
@@ -940,6 +957,7 @@ export class Engine {
             error = `generation failed: ${errorMessage(err)}`;
             errorCode = "engine_error";
         } finally {
+            this.prefillBudget.leave(request);
             this.ending++;
             if (decoding)
                 this.decoding--;

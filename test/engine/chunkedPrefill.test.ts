@@ -53,6 +53,72 @@ describe("chunked prefill", () => {
     });
 });
 
+describe("chunked prefill's budget, first come, first served", () => {
+    const otherLongPrompt = "a small brown dog found an old blue boat by the river and sailed away to see the tall green hills ".repeat(20).trim();
+    let engine: EngineUnderTest;
+
+    before(async () => {
+        engine = await EngineUnderTest.start({parallel: 4, prefillChunkTokens: 32, prefixCache: false});
+    });
+    after(async () => {
+        await engine.engine.dispose();
+    });
+
+    /** The index of the step (outputs message) that carried request `id`'s first token. */
+    const firstTokenStep = (id: string): number => engine.steps.findIndex((events) => events.some((e) => e.id === id && e.kind === "tokens"));
+
+    async function whileOneGenerates<T>(work: () => Promise<T>): Promise<T> {
+        const running = engine.send({prompt: "once upon a time", maxTokens: 1000, ...greedy});
+        while (!engine.events.some((e) => e.id === running.id && e.kind === "tokens"))
+            await new Promise((resolve) => setTimeout(resolve, 5));
+        try {
+            return await work();
+        } finally {
+            engine.engine.handle({type: "cancel", id: running.id});
+            await running.done;
+        }
+    }
+
+    test("of two long prompts arriving together, the first goes in whole pieces and is done first", async () => {
+        const [a, b] = await whileOneGenerates(async () => {
+            const first = engine.send({prompt: longPrompt, maxTokens: 2, ...greedy});
+            const second = engine.send({prompt: otherLongPrompt, maxTokens: 2, ...greedy});
+            return [{id: first.id, ...await first.done}, {id: second.id, ...await second.done}];
+        });
+        assert.equal(a.finished.reason, "length");
+        assert.equal(b.finished.reason, "length");
+        const bSteps = Math.ceil(b.finished.promptTokens / 32);
+        // Shared fairly, both would end within a step of each other; served in turn, the second takes its own steps after.
+        assert.ok(firstTokenStep(b.id) - firstTokenStep(a.id) >= bSteps - 2,
+            `first tokens in steps ${firstTokenStep(a.id)} and ${firstTokenStep(b.id)}; the second prompt needs ${bSteps} steps`);
+        // No step evaluates more of the two prompts' pieces than the budget.
+        const processed = new Map<string, number>();
+        for (const [index, events] of engine.steps.entries()) {
+            let tokens = 0;
+            for (const event of events)
+                if (event.kind === "prefilled" && (event.id === a.id || event.id === b.id)) {
+                    tokens += event.processedTokens - (processed.get(event.id) ?? 0);
+                    processed.set(event.id, event.processedTokens);
+                }
+            assert.ok(tokens <= 32, `step ${index} evaluated ${tokens} tokens of the long prompts' pieces`);
+        }
+        assert.ok((processed.get(a.id) ?? 0) > 4 * 32 && (processed.get(b.id) ?? 0) > 4 * 32, "both prompts went in pieces");
+    });
+
+    test("a short prompt arriving while a long one prefills is not held behind it", async () => {
+        const [long, short] = await whileOneGenerates(async () => {
+            const longRequest = engine.send({prompt: longPrompt, maxTokens: 2, ...greedy});
+            while (!engine.events.some((e) => e.id === longRequest.id && e.kind === "prefilled" && e.processedTokens > 0))
+                await new Promise((resolve) => setTimeout(resolve, 1));
+            const shortRequest = engine.send({prompt: "the cat sat", maxTokens: 2, ...greedy});
+            return [{id: longRequest.id, ...await longRequest.done}, {id: shortRequest.id, ...await shortRequest.done}];
+        });
+        assert.ok(long.finished.promptTokens > 4 * 32, `the long prompt has ${long.finished.promptTokens} tokens`);
+        assert.ok(firstTokenStep(short.id) < firstTokenStep(long.id),
+            `the short prompt's first token came in step ${firstTokenStep(short.id)}, the long one's in ${firstTokenStep(long.id)}`);
+    });
+});
+
 describe("chunked prefill under a closed-loop load", () => {
     test("every request of 48, arriving at uneven moments on 4 sequences with prefix caching, generates exactly its tokens", async () => {
         // Prefills start and end while others are prefilling, so a request's share of the step budget
