@@ -1,15 +1,18 @@
 /**
- * `npm run bench:prefill -- [--repeats N] [--prompt-words N] [--chunks 32,8] [--dtype f16|q8_0|q4_0] [--llama-server on|off] [--json FILE]`
+ * `npm run bench:prefill -- [--repeats N] [--prompt-words N] [--long-prompts N] [--chunks 32,8] [--dtype f16|q8_0|q4_0]
+ *   [--llama-server on|off] [--json FILE]`
  *
  * What a long prompt does to the requests already generating (issue F §3, chunked prefill): three
- * requests decode on the demo `small` model (1 thread, 4 sequences, process mode as the product runs);
+ * requests (one per sequence it leaves) decode on the demo `small` model (1 thread, 4 sequences, process mode as the product runs);
  * their inter-token gaps are measured on host-delivered tokens for 2 s of steady state, then a prompt of
  * ~2000 tokens arrives and their gaps are measured again until its first token (every gap that overlaps that
  * window, so also the one that ends with it). P99 of each window and the ratio (target ≤ 2), with chunked
  * prefill (the default budget) and without it (the whole prompt in one step, node-llama-cpp splitting it
  * only at its 512-token batch), and the same requests against llama.cpp's `llama-server` on the same model
  * (its own scheduling: each batch of up to 2048 prompt tokens goes with one token of every running request;
- * `bash .ci/build-llama-server.sh` builds it), as interleaved repeats. `--dtype`: the demo model's weights
+ * `bash .ci/build-llama-server.sh` builds it), as interleaved repeats. `--long-prompts 2` sends two long prompts
+ * together (two requests run then): with the budget served first come, first served the first is done about when it
+ * would be alone, and the second after it. `--dtype`: the demo model's weights
  * (default f16). On the 2-vCPU VM a chunk's step grows with the prompt's position on q4_0 as on f16 (attention
  * over the f16 KV cache leads the profile), see README "Defaults". A benchmark, not a test.
  */
@@ -25,12 +28,17 @@ import {defaultPrefillChunkTokens} from "../protocol/engineOptions.js";
 import {buildLlamaServer, startLlamaServer} from "./llamaServer.js";
 import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
+const threads = 1;
+const sequences = 4;
+
 const flags = readScriptCommandLine({
     name: "bench:prefill",
-    summary: "what a ~2000-token prompt's prefill does to the ITL of three running requests: ours chunked and not, and llama-server",
+    summary: "what a ~2000-token prompt's prefill does to the ITL of the running requests: ours chunked and not, and llama-server",
     options: {
         "repeats": {type: "string", placeholder: "N", description: "interleaved repeats of every setting (default 3)"},
-        "prompt-words": {type: "string", placeholder: "N", description: "words in the long prompt (default 1100, ~2000 tokens)"},
+        "prompt-words": {type: "string", placeholder: "N", description: "words in each long prompt (default 1100, ~2000 tokens)"},
+        "long-prompts": {type: "string", placeholder: "N",
+            description: `long prompts arriving together, 1 to ${sequences - 1}; the other sequences run requests (default 1)`},
         "chunks": {type: "string", placeholder: "N,N…",
             description: `prefill chunk budgets in tokens, each run beside no chunking (default ${defaultPrefillChunkTokens("cpu")}, the CPU default)`},
         "dtype": {type: "string", placeholder: "D", description: `the demo model's weights: ${demoModelDtypes.join(" | ")} (default f16)`},
@@ -42,17 +50,17 @@ const flags = readScriptCommandLine({
     json: values.json,
     repeats: integerValue("repeats", values.repeats, 3, 1),
     promptWords: integerValue("prompt-words", values["prompt-words"], 1100, 1),
+    longPrompts: integerValue("long-prompts", values["long-prompts"], 1, 1, sequences - 1),
     chunks: listValue("chunks", values.chunks, [defaultPrefillChunkTokens("cpu")], "positive integers separated by commas", positiveInteger),
     dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
     llamaServer: choiceValue("llama-server", values["llama-server"], ["on", "off"], "on") === "on"
 }));
 const {dtype} = flags;
 
-const threads = 1;
-const sequences = 4;
 const contextPerSequence = 4096;
 const temperature = 0.8;
-const running = 3;
+/** Requests generating when the long prompts arrive: one on each sequence they leave. */
+const running = sequences - flags.longPrompts;
 /** llama-server's flags after `-m MODEL --host 127.0.0.1 --port P`: bench:peer's, for this workload's shape. */
 const llamaServerArgs = ["-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(contextPerSequence * sequences),
     "--no-kv-unified", "--cont-batching", "-fa", "auto", "--min-p", "0", "--no-webui"];
@@ -63,7 +71,8 @@ const settingName = (setting: Setting): string =>
     setting.target === "llama-server" ? "llama-server" : setting.chunkTokens === null ? "ours, no chunking" : `ours, chunk ${setting.chunkTokens}`;
 
 type Window = {itls: number[], p99: number, median: number};
-type Run = {setting: Setting, longPromptTokens: number, steady: Window, duringPrefill: Window, ratioP99: number, longTtftMs: number};
+/** `longTtftsMs`: each long prompt's TTFT, in the order they were sent; the prefill window ends with the last first token. */
+type Run = {setting: Setting, longPromptTokens: number[], steady: Window, duringPrefill: Window, ratioP99: number, longTtftsMs: number[]};
 
 function window(itls: number[]): Window {
     return {itls, p99: percentile(itls, 99), median: percentile(itls, 50)};
@@ -122,20 +131,22 @@ async function startLlamaServerTarget(binary: string, modelPath: string): Promis
     };
 }
 
-async function measure(server: Server, setting: Setting, longPrompt: string): Promise<Run> {
+async function measure(server: Server, setting: Setting, longPrompts: readonly string[]): Promise<Run> {
     const streams = Array.from({length: running}, (_, i) => server.stream(`once upon a time ${i}`, 3500));
-    await sleep(1000); // all three decoding together
+    await sleep(1000); // all of them decoding together
     const steadyFrom = performance.timeOrigin + performance.now();
     await sleep(2000);
     const arrival = performance.timeOrigin + performance.now();
-    const long = server.stream(longPrompt, 4);
-    const longResult = await long.done;
+    const longs = longPrompts.map((prompt) => server.stream(prompt, 4));
+    const longResults = await Promise.all(longs.map((long) => long.done));
     for (const stream of streams)
         stream.cancel();
     const ends = await Promise.all(streams.map((stream) => stream.done));
-    const firstToken = long.deliveries[0];
-    if (!longResult.ended.startsWith("length") || firstToken === undefined)
-        throw new Error(`${settingName(setting)}: the long request ended with ${longResult.ended}`);
+    const firstTokens = longs.map((long) => long.deliveries[0]);
+    for (const [i, result] of longResults.entries())
+        if (!result.ended.startsWith("length") || firstTokens[i] === undefined)
+            throw new Error(`${settingName(setting)}: a long request ended with ${result.ended}`);
+    const lastFirstToken = Math.max(...firstTokens.map((t) => t!));
     for (const end of ends)
         if (!/^(abort|cancelled)/.test(end.ended))
             throw new Error(`${settingName(setting)}: a running request ended before it was cancelled: ${end.ended}`);
@@ -148,16 +159,16 @@ async function measure(server: Server, setting: Setting, longPrompt: string): Pr
         return gaps;
     });
     const steady = window(gapsIn(steadyFrom, arrival));
-    const duringPrefill = window(gapsIn(arrival, firstToken));
-    return {setting, longPromptTokens: longResult.promptTokens, steady, duringPrefill, ratioP99: duringPrefill.p99 / steady.p99,
-        longTtftMs: firstToken - arrival};
+    const duringPrefill = window(gapsIn(arrival, lastFirstToken));
+    return {setting, longPromptTokens: longResults.map((result) => result.promptTokens), steady, duringPrefill,
+        ratioP99: duringPrefill.p99 / steady.p99, longTtftsMs: firstTokens.map((t) => t! - arrival)};
 }
 
 async function main(): Promise<void> {
     // The text-only variant, as bench:peer: llama-server rejects a stream where the plain one's byte tokens split a character.
     const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = flags.llamaServer ? await buildLlamaServer() : undefined;
-    const longPrompt = makePrompt(new Xoshiro128(7), flags.promptWords);
+    const longPrompts = Array.from({length: flags.longPrompts}, (_, i) => makePrompt(new Xoshiro128(7 + i), flags.promptWords));
     const settings: Setting[] = [...flags.chunks.map((chunkTokens): Setting => ({target: "ours", chunkTokens})),
         {target: "ours", chunkTokens: null}, ...binary !== undefined ? [{target: "llama-server"} as const] : []];
     const runs: Run[] = [];
@@ -168,13 +179,14 @@ async function main(): Promise<void> {
                 : await startLlamaServerTarget(binary!, modelPath);
             let run: Run;
             try {
-                run = await measure(server, setting, longPrompt);
+                run = await measure(server, setting, longPrompts);
             } finally {
                 await server.stop();
             }
             runs.push(run);
             console.log(`repeat ${r + 1}/${repeats}, ${settingName(setting)}: ` +
-                `${run.longPromptTokens}-token prompt, its TTFT ${run.longTtftMs.toFixed(0)} ms · running requests' ITL P99 steady ` +
+                `${run.longPromptTokens.join(" + ")}-token prompt${run.longPromptTokens.length > 1 ? "s" : ""}, ` +
+                `TTFT ${run.longTtftsMs.map((t) => t.toFixed(0)).join(" / ")} ms · running requests' ITL P99 steady ` +
                 `${run.steady.p99.toFixed(1)} ms (median ${run.steady.median.toFixed(1)}), during its prefill ${run.duringPrefill.p99.toFixed(1)} ms ` +
                 `(median ${run.duringPrefill.median.toFixed(1)}, ${run.duringPrefill.itls.length} gaps) → ratio ${run.ratioP99.toFixed(2)}`);
         }
@@ -188,19 +200,22 @@ async function main(): Promise<void> {
             median_ratio_p99: percentile(mine.map((run) => run.ratioP99), 50),
             median_steady_p99_ms: percentile(mine.map((run) => run.steady.p99), 50),
             median_prefill_p99_ms: percentile(mine.map((run) => run.duringPrefill.p99), 50),
-            median_long_ttft_ms: percentile(mine.map((run) => run.longTtftMs), 50)
+            median_long_ttft_ms: percentile(mine.map((run) => run.longTtftsMs[0]!), 50),
+            median_last_long_ttft_ms: percentile(mine.map((run) => Math.max(...run.longTtftsMs)), 50)
         };
     });
     for (const s of summary)
         console.log(`${s.setting}: median P99 ITL ratio (during prefill / steady) ` +
             `${s.median_ratio_p99.toFixed(2)} (${s.median_prefill_p99_ms.toFixed(1)} / ${s.median_steady_p99_ms.toFixed(1)} ms), ` +
-            `long prompt TTFT ${s.median_long_ttft_ms.toFixed(0)} ms`);
+            `long prompt TTFT ${s.median_long_ttft_ms.toFixed(0)} ms` +
+            (flags.longPrompts > 1 ? `, the last one's ${s.median_last_long_ttft_ms.toFixed(0)} ms` : ""));
     const peer = summary.find((s) => s.target === "llama-server");
     if (peer !== undefined)
         for (const s of summary.filter((s) => s.target === "ours"))
             console.log(`${s.setting} / llama-server: running requests' P99 ITL during the prefill ` +
                 `${(s.median_prefill_p99_ms / peer.median_prefill_p99_ms).toFixed(3)}×, long prompt TTFT ` +
-                `${(s.median_long_ttft_ms / peer.median_long_ttft_ms).toFixed(3)}×`);
+                `${(s.median_long_ttft_ms / peer.median_long_ttft_ms).toFixed(3)}×` +
+                (flags.longPrompts > 1 ? `, the last one's ${(s.median_last_long_ttft_ms / peer.median_last_long_ttft_ms).toFixed(3)}×` : ""));
     if (flags.json !== undefined)
         fs.writeFileSync(flags.json, JSON.stringify({summary, runs: runs.map(({setting, steady, duringPrefill, ...rest}) => ({
             setting: settingName(setting), ...rest, steady_p99_ms: steady.p99, steady_median_ms: steady.median,
