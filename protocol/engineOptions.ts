@@ -62,8 +62,8 @@ export type EngineOptions = {
     /**
      * Chunked prefill: while requests are decoding, the most prompt tokens evaluated per engine step
      * (taken by the long prompts prefilling at once first come, first served: engine/prefillBudget.ts); a longer
-     * prompt is spread over several steps, each
-     * batched with the running requests' decodes, so they keep generating while it prefills (vLLM's
+     * prompt is spread over several steps, each batched with the running requests' decodes, so they keep
+     * generating while it prefills (vLLM's
      * `max_num_batched_tokens`). With nothing decoding, a prompt is evaluated at once. Default: 128 on
      * CPU, 512 on a GPU. Measured on the 2-vCPU VM (demo `small`, 1 thread, 4 sequences; 2026-12-05):
      * with 32, a typical ~90-token prompt arriving while others decode took three steps, and at max
