@@ -21,7 +21,7 @@ export class PrefillBudget<Request extends Queueable> {
         this.minPiece = Math.min(minPiece, tokensPerStep);
     }
 
-    /** Requests holding a place (from `enter` to `leave`). */
+    /** Requests holding a place (from their first `set` to `leave`). */
     get size(): number {
         return this.remaining.size;
     }

@@ -24,8 +24,8 @@ import {OpenAiHttpTarget} from "../extension/host/bench/openaiHttpTarget.js";
 import {makePrompt} from "../extension/host/bench/workload.js";
 import {EngineClient} from "../extension/host/engineClient/engineClient.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
-import {defaultPrefillChunkTokens} from "../protocol/engineOptions.js";
-import {buildLlamaServer, startLlamaServer} from "./llamaServer.js";
+import {defaultPrefillChunkTokens, maxPrefillChunkTokens} from "../protocol/engineOptions.js";
+import {buildLlamaServer, servingArgs, startLlamaServer} from "./llamaServer.js";
 import {listValue, positiveInteger, readScriptCommandLine} from "./scriptCommandLine.js";
 
 const threads = 1;
@@ -62,8 +62,7 @@ const temperature = 0.8;
 /** Requests generating when the long prompts arrive: one on each sequence they leave. */
 const running = sequences - flags.longPrompts;
 /** llama-server's flags after `-m MODEL --host 127.0.0.1 --port P`: bench:peer's, for this workload's shape. */
-const llamaServerArgs = ["-t", String(threads), "-tb", String(threads), "-np", String(sequences), "-c", String(contextPerSequence * sequences),
-    "--no-kv-unified", "--cont-batching", "-fa", "auto", "--min-p", "0", "--no-webui"];
+const llamaServerArgs = [...servingArgs({threads, parallel: sequences, contextPerSequence}), "--min-p", "0"];
 
 /** A run's setting: ours with a chunk budget (null: none, the whole prompt in one step), or llama-server. */
 type Setting = {target: "ours", chunkTokens: number | null} | {target: "llama-server"};
@@ -84,13 +83,18 @@ async function sleep(ms: number): Promise<void> {
 
 /** A streamed generation: its tokens' delivery times (host clock) as they come, and how it ended. */
 type Stream = {deliveries: number[], done: Promise<{ended: string, promptTokens: number}>, cancel(): void};
+/** How a request ended (`length`, `abort`, or an error with its message) and its prompt's length. */
+function streamEnd(result: {reason: string, error?: string, promptTokens: number}): {ended: string, promptTokens: number} {
+    return {ended: result.reason + (result.error !== undefined ? `: ${result.error}` : ""), promptTokens: result.promptTokens};
+}
+
 /** A server under test, started for one run. */
 type Server = {stream(prompt: string, maxTokens: number): Stream, stop(): Promise<void>};
 
 /** Our engine over IPC (process mode), with the given chunk budget (null: none). */
 async function startOurs(modelPath: string, chunkTokens: number | null): Promise<Server> {
     const client = new EngineClient({modelPath, threads, parallel: sequences, contextSize: contextPerSequence, statsIntervalMs: 0,
-        prefillChunkTokens: chunkTokens ?? 1 << 20});
+        prefillChunkTokens: chunkTokens ?? maxPrefillChunkTokens});
     await client.start();
     return {
         stream: (prompt, maxTokens) => {
@@ -100,9 +104,7 @@ async function startOurs(modelPath: string, chunkTokens: number | null): Promise
                 if (chunk.tokens > 0)
                     deliveries.push(chunk.deliveredAt);
             });
-            return {deliveries, cancel: () => handle.cancel(),
-                done: handle.done.then((result) => ({ended: result.reason + (result.error !== undefined ? `: ${result.error}` : ""),
-                    promptTokens: result.promptTokens}))};
+            return {deliveries, cancel: () => handle.cancel(), done: handle.done.then(streamEnd)};
         },
         stop: () => client.stop()
     };
@@ -120,7 +122,7 @@ async function startLlamaServerTarget(binary: string, modelPath: string): Promis
             const deliveries: number[] = [];
             const done = sent.done.then((result) => {
                 deliveries.splice(0, deliveries.length, ...result.deliveries.filter((d) => d.tokens > 0).map((d) => d.t));
-                return {ended: result.reason + (result.error !== undefined ? `: ${result.error}` : ""), promptTokens: result.promptTokens};
+                return streamEnd(result);
             });
             return {deliveries, done, cancel: () => sent.cancel()};
         },
@@ -148,7 +150,7 @@ async function measure(server: Server, setting: Setting, longPrompts: readonly s
             throw new Error(`${settingName(setting)}: a long request ended with ${result.ended}`);
     const lastFirstToken = Math.max(...firstTokens.map((t) => t!));
     for (const end of ends)
-        if (!/^(abort|cancelled)/.test(end.ended))
+        if (!end.ended.startsWith("abort"))
             throw new Error(`${settingName(setting)}: a running request ended before it was cancelled: ${end.ended}`);
     // Every gap that overlaps the window, also the one it ends inside: a running request stalled by the whole prompt
     // gets its next token only with (or after) the long prompt's first, and that stall is what the window is about.

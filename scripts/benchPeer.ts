@@ -73,7 +73,7 @@ import {benchTemperature} from "../extension/host/bench/workload.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {StatsPipeline} from "../extension/host/stats/statsPipeline.js";
 import {describeKernelCeiling, measureKernelCeiling, type KernelCeiling} from "./kernelCeiling.js";
-import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, startLlamaServer} from "./llamaServer.js";
+import {buildLlamaServer, killOnExit, llamaServerCounter, llamaServerVersion, servingArgs, startLlamaServer} from "./llamaServer.js";
 import {startServe} from "./serveProcess.js";
 import {isSwappableCpuBackend, swapCpuBackend} from "./cpuBackendSwap.js";
 import {runOnEngineThreadpool} from "./engineThreadpool.js";
@@ -125,9 +125,7 @@ const {quick, repeats, dtype, warmups, selection} = flags;
 const workload = {model: `demo small (textOnly, ${dtype})`, numPrompts: 32, inputLen: 48, outputLen: 64, seed: 0, temperature: benchTemperature,
     threads: 1, parallel: 4, contextPerSequence: 4096, warmups};
 /** llama-server's flags after `-m MODEL --host 127.0.0.1 --port P`. */
-const llamaServerArgs = ["-t", String(workload.threads), "-tb", String(workload.threads), "-np", String(workload.parallel),
-    "-c", String(workload.contextPerSequence * workload.parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--min-p", "0",
-    "--no-webui", "--metrics"];
+const llamaServerArgs = [...servingArgs(workload), "--min-p", "0", "--metrics"];
 const engineArgs = ["--threads", String(workload.threads), "--parallel", String(workload.parallel)];
 
 /** The kernel ceiling's prompt: plain words the demo tokenizer knows, more than 480 tokens of them. */

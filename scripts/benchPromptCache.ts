@@ -19,7 +19,7 @@ import OpenAI from "openai";
 import {integerValue} from "../cli/optionValues.js";
 import {ensureDemoModel} from "../engine/model/demoModel.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
-import {buildLlamaServer, llamaServerVersion, killOnExit, startLlamaServer} from "./llamaServer.js";
+import {buildLlamaServer, llamaServerVersion, killOnExit, servingArgs, startLlamaServer} from "./llamaServer.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 import {startServe} from "./serveProcess.js";
 
@@ -55,8 +55,7 @@ const contextPerSequence = 4096;
 const targets = ["ours, cache on", "ours, cache off", "llama-server, cache on", "llama-server, cache off"] as const;
 type Target = typeof targets[number];
 
-const llamaServerArgs = (cache: boolean): string[] => ["-t", String(threads), "-tb", String(threads), "-np", String(parallel),
-    "-c", String(contextPerSequence * parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--no-webui",
+const llamaServerArgs = (cache: boolean): string[] => [...servingArgs({threads, parallel, contextPerSequence}),
     "--cache-ram", cache ? String(cacheMiB) : "0"];
 const serveArgs = (cache: boolean): string[] => ["--threads", String(threads), "--parallel", String(parallel),
     "--context-size", String(contextPerSequence), "--prompt-cache", cache ? String(cacheMiB) : "0", "--log-interval", "3600"];

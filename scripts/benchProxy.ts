@@ -19,7 +19,7 @@ import {ensureDemoModel} from "../engine/model/demoModel.js";
 import type {BenchMetrics} from "../extension/host/bench/benchMetrics.js";
 import {runHttpBenchmark} from "../extension/host/bench/runBenchmark.js";
 import {formatMedianInterval, medianInterval} from "../extension/host/bench/medianInterval.js";
-import {buildLlamaServer, killOnExit, startLlamaServer} from "./llamaServer.js";
+import {buildLlamaServer, killOnExit, servingArgs, startLlamaServer} from "./llamaServer.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
 
 const values = readScriptCommandLine({
@@ -74,7 +74,7 @@ async function startProxy(upstream: string): Promise<{baseUrl: string, stop: () 
 async function main(): Promise<void> {
     const model = await ensureDemoModel({size: "small", textOnly: true});
     const server = await startLlamaServer({binary: await buildLlamaServer(), model,
-        args: ["-t", "1", "-tb", "1", "-np", "4", "-c", "16384", "--no-kv-unified", "--cont-batching", "-fa", "auto", "--no-webui"]});
+        args: servingArgs({threads: 1, parallel: 4, contextPerSequence: 4096})});
     const proxy = await startProxy(server.origin);
     try {
         console.log(`${values["num-prompts"]} prompts, 48 in / 64 out, max concurrency 4, llama-server ${server.baseUrl}, proxy ${proxy.baseUrl}`);

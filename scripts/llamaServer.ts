@@ -60,6 +60,16 @@ export async function freeLoopbackPort(): Promise<number> {
     return port;
 }
 
+/**
+ * llama-server's flags for serving the way our engine is benchmarked against it: `threads` for generation and prompts,
+ * `parallel` slots of `contextPerSequence` cells each (not one unified cache), continuous batching, flash attention as
+ * llama.cpp decides, no web UI. Each benchmark appends its own (`--metrics`, `--min-p 0`, `--cache-ram`, …).
+ */
+export function servingArgs(shape: {threads: number, parallel: number, contextPerSequence: number}): string[] {
+    return ["-t", String(shape.threads), "-tb", String(shape.threads), "-np", String(shape.parallel),
+        "-c", String(shape.contextPerSequence * shape.parallel), "--no-kv-unified", "--cont-batching", "-fa", "auto", "--no-webui"];
+}
+
 export type LlamaServerOptions = {
     binary: string,
     model: string,
