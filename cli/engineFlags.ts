@@ -16,6 +16,18 @@ export function prefixCacheValue(raw: string | undefined): boolean {
     return choiceValue("prefix-cache", raw, ["on", "off"], "on") === "on";
 }
 
+/** `--tile-padding on|off`: EngineOptions.tilePadding. */
+export const tilePaddingFlag = {
+    type: "string", placeholder: "on|off",
+    description: "on the CPU, a short rest of a prompt deep in a cached prefix goes with cached tokens evaluated again, where the model's " +
+        "shape says llama.cpp's attention is then faster in tiles (default on)"
+} as const satisfies CliOption;
+
+/** EngineOptions.tilePadding from `--tile-padding`; throws UsageError for anything but on/off. */
+export function tilePaddingValue(raw: string | undefined): boolean {
+    return choiceValue("tile-padding", raw, ["on", "off"], "on") === "on";
+}
+
 /** `--prompt-cache MIB`: EngineOptions.promptCacheMiB (the VS Code setting `inferenceMonitor.promptCacheMiB`). */
 export const promptCacheFlag = {
     type: "string", placeholder: "MIB",

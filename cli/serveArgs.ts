@@ -5,7 +5,7 @@ import {parseApiKey, type ApiKey} from "../extension/host/openai/apiKeys.js";
 import {type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
     gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraInitWithoutApplyFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue,
-    prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue
+    prefixCacheFlag, prefixCacheValue, promptCacheFlag, promptCacheValue, tilePaddingFlag, tilePaddingValue
 } from "./engineFlags.js";
 import type {GpuSetting} from "../protocol/engineOptions.js";
 import type {LoraAdapter} from "../protocol/loraAdapters.js";
@@ -28,6 +28,7 @@ export const serveCommandLine = {
         "prefix-cache": prefixCacheFlag,
         "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
+        "tile-padding": tilePaddingFlag,
         "gpu": gpuFlag,
         "lora": loraFlag,
         "lora-scaled": loraScaledFlag,
@@ -43,8 +44,8 @@ export const serveCommandLine = {
 
 export type ServeOptions = {
     modelPath?: string, port: number, host: string, apiKeys: ApiKey[], parallel?: number, threads?: number, contextSize?: number,
-    prefixCache: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number, logIntervalS: number,
-    ssePingIntervalS: number, inProcess: boolean, slotSavePath?: string, loraAdapters?: LoraAdapter[]
+    prefixCache: boolean, tilePadding: boolean, promptCacheMiB?: number, prefillChunkTokens?: number, gpu: GpuSetting, maxWaiting: number,
+    logIntervalS: number, ssePingIntervalS: number, inProcess: boolean, slotSavePath?: string, loraAdapters?: LoraAdapter[]
 };
 
 /** The serve options from parsed flags (and the environment); throws UsageError naming a bad value. */
@@ -56,6 +57,7 @@ export function serveOptionsFrom(values: OptionValues<typeof serveCommandLine.op
         host: values.host ?? "127.0.0.1",
         apiKeys: keys === undefined || keys === "" ? [] : keys.split(",").map((key) => parseApiKey(key.trim())),
         prefixCache: prefixCacheValue(values["prefix-cache"]),
+        tilePadding: tilePaddingValue(values["tile-padding"]),
         gpu: gpuValue(values.gpu),
         maxWaiting: integerValue("max-waiting", values["max-waiting"], defaultMaxWaiting, 0),
         logIntervalS: positiveNumberValue("log-interval", values["log-interval"], 10),

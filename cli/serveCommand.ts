@@ -32,6 +32,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
     const client = new EngineClient({
         mode: options.inProcess ? "inProcess" : "process",
         prefixCache: options.prefixCache,
+        tilePadding: options.tilePadding,
         gpu: options.gpu,
         maxWaitingRequests: options.maxWaiting,
         ...(options.modelPath !== undefined ? {modelPath: options.modelPath} : {}),

@@ -1,4 +1,5 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
+import {reusedWithTilePadding} from "./attentionTilePadding.js";
 import {randomInt} from "node:crypto";
 import {samplerSeed} from "./samplerSeed.js";
 import {nowMs} from "../common/clock.js";
@@ -697,8 +698,12 @@ export class Engine {
         // evaluated from its start: each token's distribution is read on the way. A lone shared token (the BOS of unrelated
         // prompts) is evaluated again too: llama.cpp evaluates a prompt after one held token slower than the same prompt
         // with that token from an empty sequence (`minReusedPrefix`).
-        const reusable = Math.min(shared, inputTokens(request).length - 1);
-        request.cachedTokens = scoresPrompt(request) || reusable < minReusedPrefix ? 0 : reusable;
+        const input = inputTokens(request);
+        const reusable = Math.min(shared, input.length - 1);
+        // A short rest deep in the cache may go faster with cached tokens before it evaluated again (attentionTilePadding.ts).
+        const shape = this.loaded.tilePadding;
+        const tiled = shape === undefined ? reusable : reusedWithTilePadding(shape, reusable, input.length);
+        request.cachedTokens = scoresPrompt(request) || tiled < minReusedPrefix ? 0 : tiled;
         if (restore !== undefined) {
             this.promptCache?.take(restore);
             request.restore = restore;

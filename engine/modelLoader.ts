@@ -1,5 +1,6 @@
 import os from "node:os";
 import path from "node:path";
+import {promptCostShape, type PromptCostShape} from "./attentionTilePadding.js";
 import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type LlamaGrammarEvaluationStateClass, type TokenBiasClass} from "./llamaTypes.js";
 import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
 import type {LoraAdapter} from "../protocol/loraAdapters.js";
@@ -27,7 +28,9 @@ export type LoadedModel = {
     LlamaGrammarEvaluationState: LlamaGrammarEvaluationStateClass,
     info: Omit<EngineInfo, "statsIntervalMs" | "prefillChunkTokens">,
     /** A one-token decode against a two-sequence one, timed while loading (undefined: not measured). */
-    decodePairCost?: DecodePairCost
+    decodePairCost?: DecodePairCost,
+    /** Where short prompt rests are padded to attention tiles (EngineOptions.tilePadding), the model's prompt cost shape. */
+    tilePadding?: PromptCostShape
 };
 
 /**
@@ -81,6 +84,9 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     // Reusing a prefix erases the tail of a sequence's KV cache, which recurrent and sliding-window models cannot do.
     const prefixCache = (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
         !((model.fileInsights.swaSize ?? 0) > 0);
+    // The tiles are ggml's CPU flash attention's; a GPU's kernels have no such step.
+    const tilePadding = backend === "cpu" && prefixCache && (options.tilePadding ?? defaultEngineOptions.tilePadding) &&
+        context.flashAttention !== false ? promptCostShape(model.fileInfo) : undefined;
     return {
         llama,
         model,
@@ -88,6 +94,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         TokenBias,
         LlamaGrammarEvaluationState,
         ...(decodePairCost !== undefined ? {decodePairCost} : {}),
+        ...(tilePadding !== undefined ? {tilePadding} : {}),
         info: {
             pid: process.pid,
             backend,

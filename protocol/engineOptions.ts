@@ -76,6 +76,12 @@ export type EngineOptions = {
      */
     prefillChunkTokens?: number,
     /**
+     * On the CPU, with prefix caching: where a request's input is all cached but a short rest (under 65 tokens) deep in the
+     * cache, some cached tokens before the rest are evaluated again so that llama.cpp's flash attention takes it in tiles,
+     * where the model's shape says that is faster (engine/attentionTilePadding.ts). Default true.
+     */
+    tilePadding?: boolean,
+    /**
      * Requests that may wait for a sequence at once; one arriving when this many wait (and no sequence
      * is free) is refused with error code `queue_full`, naming the cap. 0 = never wait: refuse when
      * every sequence is busy. Preempted requests always go back in line. Default 1024.
@@ -100,6 +106,7 @@ export const defaultEngineOptions = {
     contextSize: 4096,
     parallel: 4,
     prefixCache: true,
+    tilePadding: true,
     promptCacheMiB: 2048,
     maxWaitingRequests: 1024,
     statsIntervalMs: 1000,

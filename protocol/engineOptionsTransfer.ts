@@ -51,6 +51,8 @@ export function parseEngineOptionsJson(json: string): EngineOptions {
     if (maxWaitingRequests !== undefined) options.maxWaitingRequests = maxWaitingRequests;
     const prefixCache = optionalBoolean(obj, "prefixCache", what);
     if (prefixCache !== undefined) options.prefixCache = prefixCache;
+    const tilePadding = optionalBoolean(obj, "tilePadding", what);
+    if (tilePadding !== undefined) options.tilePadding = tilePadding;
     const promptCacheMiB = optionalInteger(obj, "promptCacheMiB", what);
     if (promptCacheMiB !== undefined) options.promptCacheMiB = promptCacheMiB;
     if (obj.loraAdapters !== undefined)

@@ -1,0 +1,117 @@
+/**
+ * A short rest of a prompt deep in a cached prefix, padded with cached tokens evaluated again, so that llama.cpp's CPU
+ * flash attention takes it in tiles.
+ *
+ * ggml's CPU flash attention (ggml-cpu/ops.cpp) computes a micro-batch's queries of one sequence in tiles only when there
+ * are at least 64 of them (`GGML_FA_TILE_Q`); fewer go one query at a time over every cached key, ~3–4× slower per pair
+ * of query and key. Multi-turn chat hits that: each turn resends the conversation, prefix caching evaluates only what is
+ * new (the last answer's end, the next question, the chat template's tokens), often 20–63 tokens, and deep in the
+ * conversation their attention dominates. Bare node-llama-cpp, demo `small` q4_0, 1 thread, 2-vCPU VM (2026-12-07,
+ * medians of 5): 63 tokens after 1536 cached took 183 ms, 64 tokens 61 ms; after 512, 73 and 34 ms. llama-server pays
+ * the same price.
+ *
+ * So where the model says it pays, a request reuses fewer cached tokens: the rest of its input becomes
+ * {@link paddedPromptTokens}, the cached tokens before it evaluated again (the same tokens at the same positions: the
+ * KV cache ends as it would have). That costs the extra tokens' weights, which grow with the model, and saves attention,
+ * which grows with the depth, so the choice compares both from the model's shape (`promptCostShape`) with costs measured
+ * on the VM above. The estimate leaves a margin ({@link requiredSaving}): a choice near the break-even saves little
+ * either way, and another CPU's kernels weigh differently.
+ */
+import type {GgufFileInfo} from "./llamaTypes.js";
+
+/** Queries of one sequence in a micro-batch from which ggml's CPU flash attention works in tiles (GGML_FA_TILE_Q). */
+export const tiledAttentionQueries = 64;
+
+/**
+ * The rest a padded prompt is given: one more than a tile, because llama.cpp splits a batch holding several sequences
+ * into micro-batches with the same number of tokens of each, so the other requests' one-token decodes in the same batch
+ * take one of its tokens into their micro-batch; the tile's 64 go in the next.
+ */
+export const paddedPromptTokens = tiledAttentionQueries + 1;
+
+/**
+ * The cost of a pair of query and cached key one query at a time, against in tiles: 3.1–4.2 measured (demo `small`
+ * q4_0 and f16, `medium` f16, at 512 and 1536 cached tokens; the setup above).
+ */
+const untiledAttentionCost = 3.5;
+
+/**
+ * A token's weights' cost, per weight, in units of a tiled query-key pair's cost per attention width (see
+ * {@link PromptCostShape}), measured as above: q4_0 0.53, f16 1.0–1.4. Kinds not measured take f16's, the dearer.
+ */
+const weightCost = {q4_0: 0.6, other: 1.6} as const;
+
+/** The estimated cost of the padded rest must be at most this share of the rest as it is. */
+export const requiredSaving = 0.85;
+
+/** What the cost of evaluating prompt tokens depends on, read from a model's GGUF file. */
+export type PromptCostShape = {
+    /** Summed over layers: query heads × (key length + value length), the attention work per pair of query and key. */
+    attentionWidth: number,
+    /** The layers' weights one token passes through (of a mixture of experts, the share its used experts hold). */
+    tokenWeights: number,
+    /** The layers' weights' main kind: q4_0's CPU kernels were measured the cheapest per weight. */
+    weights: keyof typeof weightCost
+};
+
+/** ggml's type id for q4_0 (GgmlType.Q4_0). */
+const ggmlQ4_0 = 2;
+
+/** The shape of a transformer's prompt cost; undefined when the file does not say enough (heads, layers, tensors). */
+export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined {
+    const metadata = info.architectureMetadata as {
+        block_count?: number, embedding_length?: number, expert_count?: number, expert_used_count?: number,
+        attention?: {head_count?: number | number[], key_length?: number, value_length?: number}
+    };
+    const layers = metadata.block_count;
+    const heads = metadata.attention?.head_count;
+    const tensors = info.fullTensorInfo;
+    if (layers === undefined || heads === undefined || metadata.embedding_length === undefined || tensors === undefined)
+        return undefined;
+    const headsPerLayer = Array.isArray(heads) ? heads : Array.from({length: layers}, () => heads);
+    let attentionWidth = 0;
+    for (const count of headsPerLayer) {
+        if (count === 0)
+            continue;
+        const keyLength = metadata.attention?.key_length ?? metadata.embedding_length / count;
+        const valueLength = metadata.attention?.value_length ?? keyLength;
+        // The tiles need value rows of whole SIMD registers (16 floats covers AVX-512; AVX2 and NEON need fewer).
+        if (valueLength % 16 !== 0)
+            return undefined;
+        attentionWidth += count * (keyLength + valueLength);
+    }
+    const expertShare = metadata.expert_count !== undefined && metadata.expert_count > 0 && metadata.expert_used_count !== undefined
+        ? metadata.expert_used_count / metadata.expert_count : 1;
+    let tokenWeights = 0;
+    let q4_0Weights = 0;
+    for (const tensor of tensors) {
+        if (!tensor.name.startsWith("blk."))
+            continue;
+        const elements = tensor.dimensions.reduce<number>((product, size) => product * Number(size), 1);
+        const used = tensor.name.includes("_exps") ? elements * expertShare : elements;
+        tokenWeights += used;
+        if ((tensor.ggmlType as number) === ggmlQ4_0)
+            q4_0Weights += used;
+    }
+    if (attentionWidth <= 0 || tokenWeights <= 0)
+        return undefined;
+    return {attentionWidth, tokenWeights, weights: q4_0Weights > tokenWeights / 2 ? "q4_0" : "other"};
+}
+
+/**
+ * How many of `reusable` cached leading tokens a request reuses, of an input of `inputLength` tokens: all of them, or,
+ * where evaluating {@link paddedPromptTokens} in tiles is estimated to cost at most {@link requiredSaving} of the
+ * rest as it is, `inputLength − paddedPromptTokens`.
+ */
+export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, inputLength: number): number {
+    const rest = inputLength - reusable;
+    const padded = inputLength - paddedPromptTokens;
+    if (rest >= paddedPromptTokens || padded <= 0)
+        return reusable;
+    const perToken = weightCost[shape.weights] * shape.tokenWeights / shape.attentionWidth;
+    // Query-key pairs of `count` tokens from position `from` (each attends to the cached tokens and to those before it).
+    const pairs = (from: number, count: number): number => count * from + count * (count + 1) / 2;
+    const asItIs = rest * perToken + untiledAttentionCost * pairs(reusable, rest);
+    const tiled = paddedPromptTokens * perToken + pairs(padded, paddedPromptTokens);
+    return tiled <= requiredSaving * asItIs ? padded : reusable;
+}

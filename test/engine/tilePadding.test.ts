@@ -1,0 +1,142 @@
+/**
+ * Padding a short rest of a prompt deep in a cached prefix to an attention tile (engine/attentionTilePadding.ts): the cost
+ * model's choices, the shape it reads from real GGUF files, and the engine on real node-llama-cpp, where a padded request
+ * reuses fewer tokens, evaluates exactly the padded rest, and generates what an engine without padding does.
+ */
+import assert from "node:assert/strict";
+import {after, before, describe, test} from "node:test";
+import {
+    paddedPromptTokens, promptCostShape, reusedWithTilePadding, tiledAttentionQueries, type PromptCostShape
+} from "../../engine/attentionTilePadding.js";
+import type {GgufFileInfo} from "../../engine/llamaTypes.js";
+import {importNodeLlamaCpp} from "../../engine/llamaTypes.js";
+import {EngineUnderTest} from "../helpers/engineUnderTest.js";
+import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
+import {ensureDemoModel} from "../../engine/model/demoModel.js";
+
+/** The demo `small` model's shape (12 layers, 6 heads of 64, 19.5 M layer weights). */
+const small = (weights: PromptCostShape["weights"]): PromptCostShape => ({attentionWidth: 12 * 6 * 128, tokenWeights: 19_464_192 + 9216, weights});
+
+/** A file's info as promptCostShape reads it: architecture metadata and tensors. */
+function fileInfo(metadata: object, tensors: {name: string, dimensions: number[], ggmlType: number}[]): GgufFileInfo {
+    return {architectureMetadata: metadata, fullTensorInfo: tensors} as unknown as GgufFileInfo;
+}
+
+describe("the tile padding's cost model", () => {
+    test("a short rest deep in the cache is padded to one more than a tile; a shallow one, or one of a tile or more, is not", () => {
+        const shape = small("q4_0");
+        assert.equal(paddedPromptTokens, tiledAttentionQueries + 1);
+        // Measured on the demo `small` q4_0 (1 thread, 2-vCPU VM): 60 tokens after 2048 took 195 ms, padded 120 ms.
+        assert.equal(reusedWithTilePadding(shape, 2048, 2048 + 60), 2048 + 60 - paddedPromptTokens);
+        assert.equal(reusedWithTilePadding(shape, 1024, 1024 + 44), 1024 + 44 - paddedPromptTokens);
+        // 36 tokens after 256: 28 ms as they are, 35 ms padded.
+        assert.equal(reusedWithTilePadding(shape, 256, 256 + 36), 256);
+        assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 65), 4000, "65 new tokens are already tiles");
+        assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 200), 4000);
+        // Under a tile's share of the untiled cost per pair, padding never pays.
+        assert.equal(reusedWithTilePadding(shape, 100_000, 100_000 + 18), 100_000);
+        assert.equal(reusedWithTilePadding(shape, 40, 100), 40, "fewer cached tokens than the padding needs");
+    });
+
+    test("once padding pays at a depth, it pays deeper; dearer weights (f16, a bigger model) need more depth", () => {
+        const firstPaddedDepth = (shape: PromptCostShape, rest: number): number => {
+            for (let depth = 2; depth < 200_000; depth++)
+                if (reusedWithTilePadding(shape, depth, depth + rest) !== depth)
+                    return depth;
+            return Infinity;
+        };
+        for (const rest of [30, 44, 60]) {
+            const q4 = firstPaddedDepth(small("q4_0"), rest);
+            assert.ok(Number.isFinite(q4), `${rest} new tokens are padded at some depth`);
+            for (const depth of [q4, q4 + 1, 2 * q4, 10 * q4])
+                assert.notEqual(reusedWithTilePadding(small("q4_0"), depth, depth + rest), depth, `${rest} after ${depth}`);
+            assert.ok(firstPaddedDepth(small("other"), rest) > q4);
+            const bigger = {...small("q4_0"), tokenWeights: 50 * small("q4_0").tokenWeights};
+            assert.ok(firstPaddedDepth(bigger, rest) > firstPaddedDepth(small("other"), rest));
+        }
+        assert.ok(firstPaddedDepth(small("q4_0"), 60) < firstPaddedDepth(small("q4_0"), 30), "more new tokens pay sooner");
+    });
+
+    test("the shape: attention width from heads and head sizes, the weights one token passes through, their kind", () => {
+        const layer = (i: number, type: number, experts = false) => [
+            {name: `blk.${i}.attn_q.weight`, dimensions: [256, 256], ggmlType: type},
+            {name: `blk.${i}.ffn_up${experts ? "_exps" : ""}.weight`, dimensions: experts ? [256, 512, 8] : [256, 512], ggmlType: type}
+        ];
+        const tensors = [{name: "token_embd.weight", dimensions: [256, 1000], ggmlType: 1}, ...layer(0, 2), ...layer(1, 2)];
+        assert.deepEqual(promptCostShape(fileInfo({block_count: 2, embedding_length: 256, attention: {head_count: 4}}, tensors)),
+            {attentionWidth: 2 * 4 * (64 + 64), tokenWeights: 2 * (256 * 256 + 256 * 512), weights: "q4_0"});
+        // Heads per layer, a key length of its own, value length apart; f16 weights.
+        assert.deepEqual(promptCostShape(fileInfo({block_count: 2, embedding_length: 256,
+            attention: {head_count: [8, 0], key_length: 32, value_length: 48}}, [...layer(0, 1), ...layer(1, 1)])),
+        {attentionWidth: 8 * (32 + 48), tokenWeights: 2 * (256 * 256 + 256 * 512), weights: "other"});
+        // A mixture of experts: a token passes through its used experts only.
+        assert.deepEqual(promptCostShape(fileInfo({block_count: 1, embedding_length: 256, expert_count: 8, expert_used_count: 2,
+            attention: {head_count: 4}}, layer(0, 2, true)))?.tokenWeights, 256 * 256 + 2 * 256 * 512);
+        // Nothing to go on, or value rows the tiles cannot take (8 floats: not a whole AVX-512 register).
+        assert.equal(promptCostShape(fileInfo({block_count: 2, embedding_length: 256}, tensors)), undefined);
+        assert.equal(promptCostShape(fileInfo({block_count: 2, embedding_length: 64, attention: {head_count: 8}}, tensors)), undefined);
+    });
+
+    test("read from real files: the demo models", async () => {
+        const {readGgufFileInfo} = await importNodeLlamaCpp();
+        const q4 = promptCostShape(await readGgufFileInfo(await ensureDemoModel({size: "small", seed: 0, dtype: "q4_0", cacheDir: testCacheDir})));
+        assert.deepEqual(q4, small("q4_0"));
+        const tiny = promptCostShape(await readGgufFileInfo(await tinyModelPath()));
+        assert.equal(tiny?.weights, "other");
+    });
+});
+
+const opening = "Once upon a time there was a little girl who lived in a small house near the big park with her dog and her cat. " +
+    "Every day she went to the park to play with her friends and the dog ran after the red ball under the blue sky. ";
+const question = " Then the girl asked her mother what they would do next, and her mother smiled and said that they would go " +
+    "to the river to see the boats and";
+const greedy = {temperature: 0, ignoreEos: true} as const;
+
+describe("tile padding in the engine (tiny model, CPU)", () => {
+    let padded: EngineUnderTest;
+    let plain: EngineUnderTest;
+
+    before(async () => {
+        padded = await EngineUnderTest.start({prefixCache: true, parallel: 1, tilePadding: true});
+        plain = await EngineUnderTest.start({prefixCache: true, parallel: 1, tilePadding: false});
+    });
+    after(async () => {
+        await padded.engine.dispose();
+        await plain.engine.dispose();
+    });
+
+    test("a turn's short rest after a long conversation goes as a padded tile, and generates what it does unpadded", async () => {
+        const conversation = opening.repeat(10);
+        const turn = {prompt: `${conversation}${question}`, maxTokens: 12, ...greedy};
+        const results = [];
+        for (const engine of [padded, plain]) {
+            const first = await engine.generate({prompt: conversation, maxTokens: 12, ...greedy});
+            assert.equal(first.cachedTokens, 0);
+            results.push({first, next: await engine.generate(turn)});
+        }
+        const [withPadding, without] = results as [typeof results[0], typeof results[0]];
+        const prompt = without.next.finished.promptTokens;
+        const rest = prompt - without.next.cachedTokens;
+        assert.ok(rest > 20 && rest < tiledAttentionQueries && without.next.cachedTokens > 200,
+            `the turn adds ${rest} tokens after ${without.next.cachedTokens} cached`);
+        assert.equal(withPadding.next.finished.promptTokens, prompt);
+        assert.equal(withPadding.next.cachedTokens, prompt - paddedPromptTokens, "the padded rest is one more than a tile");
+        assert.equal(withPadding.next.stepTokens, paddedPromptTokens + turn.maxTokens, "exactly the padded rest is evaluated");
+        assert.equal(without.next.stepTokens, rest + turn.maxTokens);
+        assert.equal(withPadding.next.text, without.next.text, "the tokens evaluated again hold what they held");
+        assert.equal(withPadding.first.text, without.first.text);
+    });
+
+    test("a short rest near the start of the cache, or one of a tile or more, is not padded", async () => {
+        for (const engine of [padded, plain]) {
+            await engine.generate({prompt: opening, maxTokens: 4, ...greedy});
+            const shallow = await engine.generate({prompt: `${opening}${question}`, maxTokens: 4, ...greedy});
+            assert.equal(shallow.stepTokens, shallow.finished.promptTokens - shallow.cachedTokens + 4);
+            assert.ok(shallow.finished.promptTokens - shallow.cachedTokens < tiledAttentionQueries, "a short rest, not padded");
+            const long = opening.repeat(5);
+            await engine.generate({prompt: long, maxTokens: 4, ...greedy});
+            const wide = await engine.generate({prompt: `${long}${question}${question}${question}`, maxTokens: 4, ...greedy});
+            assert.ok(wide.finished.promptTokens - wide.cachedTokens > paddedPromptTokens, "a rest of a tile or more, as it is");
+        }
+    });
+});
