@@ -60,6 +60,16 @@ const maxFlushHoldForSamplesMs = 250;
  */
 const minReusedPrefix = 2;
 
+/**
+ * The share of a request's input a free sequence must hold as its prefix to be chosen for it (llama-server's
+ * `--slot-prompt-similarity`, default 0.1); with none sharing more, the request goes to an empty sequence, else the least
+ * recently used one, as llama-server's does. Otherwise a prompt sharing a few leading tokens (a chat template's opening,
+ * the same first words) took the sequence of another conversation, whose next turn then found its cache gone: two
+ * conversations on two sequences evaluated every turn whole (`npm run bench:prompt-cache -- --conversations 2 --parallel 2`
+ * with the prompt cache off, 0.7 % of the later turns' prompt tokens cached).
+ */
+const minPromptSimilarity = 0.1;
+
 /** Receives every message the engine sends to the host. */
 export type EngineSink = (message: EngineToHost) => void;
 
@@ -619,7 +629,8 @@ export class Engine {
 
     /**
      * A free sequence for `request`: with prefix caching, the one whose cached tokens share the longest
-     * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer);
+     * prefix with its input (ties: the one holding the fewest tokens, so longer caches survive longer), if that is more
+     * than {@link minPromptSimilarity} of the input, else an empty one, else the least recently used one;
      * unless the prompt cache holds a state sharing more, which then goes on the least recently used free sequence.
      * A request that reuses no prefix (GenerateRequest.reusePrefix) takes the free sequence holding the fewest tokens.
      */
@@ -648,12 +659,30 @@ export class Engine {
         }
         if (best === undefined)
             return undefined;
+        if (bestShared <= minPromptSimilarity * input.length) {
+            best = this.leastValuableFreeSlot()!;
+            bestShared = best.sequence.compareContextTokens(input).firstDifferentIndex;
+        }
         const saved = this.promptCache === undefined || scoresPrompt(request) ? undefined : this.promptCache.bestFor(input, bestShared);
         if (saved === undefined)
             return {slot: best, shared: bestShared};
         const leastRecent = this.slots.reduce<Slot | undefined>((lru, slot) =>
             this.isFree(slot) && (lru === undefined || slot.lastUsed < lru.lastUsed) ? slot : lru, undefined)!;
         return {slot: leastRecent, shared: saved.shared, restore: saved.prompt};
+    }
+
+    /** The free sequence whose tokens are least worth keeping: an empty one, else the least recently used one. */
+    private leastValuableFreeSlot(): Slot | undefined {
+        let chosen: Slot | undefined;
+        for (const slot of this.slots) {
+            if (!this.isFree(slot))
+                continue;
+            const empty = slot.sequence.nextTokenIndex === 0;
+            const chosenEmpty = chosen?.sequence.nextTokenIndex === 0;
+            if (chosen === undefined || (empty && !chosenEmpty) || (empty === chosenEmpty && slot.lastUsed < chosen.lastUsed))
+                chosen = slot;
+        }
+        return chosen;
     }
 
     /** `slot` for a request pinned to it, once it is free: the prefix it holds is reused as pickSlot's would be. */

@@ -123,6 +123,43 @@ describe("prefix caching with several sequences", () => {
     });
 });
 
+describe("prefix caching: which sequence a request takes when none holds much of its prompt", () => {
+    let engine: EngineUnderTest;
+
+    before(async () => {
+        engine = await EngineUnderTest.start({prefixCache: true, parallel: 2});
+    });
+    after(async () => {
+        await engine.engine.dispose();
+    });
+
+    test("a prompt sharing a few leading tokens goes to an empty sequence, then to the least recently used, not to another " +
+        "conversation's", async () => {
+        const conversation = `${story} and then they all went home`;
+        // The same first words as the conversation, then other text: a few shared tokens of many (under llama-server's 10 %).
+        const sameOpening = "Once upon a time a small bird flew over the house and the tree and said hello to the sun in the blue sky, " +
+            "then it sang a song to the children who walked to school along the river every morning";
+        const sequenceOf = (id: string): number | undefined => {
+            const event = engine.events.find((e) => e.id === id && e.kind === "scheduled");
+            return event?.kind === "scheduled" ? event.sequence : undefined;
+        };
+        const first = engine.send({prompt: conversation, ...greedy});
+        await first.done;
+        const other = engine.send({prompt: sameOpening, ...greedy});
+        const otherOutcome = await other.done;
+        assert.ok(otherOutcome.finished.promptTokens > 30);
+        assert.notEqual(sequenceOf(other.id), sequenceOf(first.id), "it went to the empty sequence");
+        const again = await engine.generate({prompt: conversation, ...greedy});
+        assert.equal(again.cachedTokens, again.finished.promptTokens - 1, "the conversation kept its cache");
+        // Both hold tokens now; an unrelated prompt takes the least recently used one (the other's), not the conversation's.
+        const third = engine.send({prompt: "A dog found a box in the garden", ...greedy});
+        await third.done;
+        assert.equal(sequenceOf(third.id), sequenceOf(other.id));
+        const once = await engine.generate({prompt: conversation, ...greedy});
+        assert.equal(once.cachedTokens, once.finished.promptTokens - 1);
+    });
+});
+
 describe("prefix caching with requests stepping together", () => {
     let cached: EngineUnderTest;
     let cold: EngineUnderTest;
