@@ -8,7 +8,10 @@
  * Workload: `--conversations` (default 6) conversations, each opening with its own ~`--opening-words` (default 400)
  * words, then `--turns` (default 4) turns taken round robin, one request at a time (so TTFT is the prefill, not a queue):
  * each turn's prompt is the conversation so far (opening, earlier questions and the answers this server gave) and a new
- * question; 16 tokens out, greedy, ignore_eos, streamed with usage. Reported per target: TTFT p50 and mean of the turns
+ * question (with `--question-words`, that many more words each); 16 tokens out, greedy, ignore_eos, streamed with usage.
+ * `--tile-padding both` adds a target of ours with its tile padding off (engine/attentionTilePadding.ts): with a turn's
+ * 20–63 new tokens deep in a conversation (`--opening-words 1500 --question-words 30 --dtype q4_0`) that is where it shows.
+ * Reported per target: TTFT p50 and mean of the turns
  * after the first (the first is always cold), their cached prompt tokens (the server's own count: `cached_tokens`, or
  * llama-server's `timings.cache_n`), and the wall time. Every target gets a fresh server per repeat, in a rotating order.
  *
@@ -16,8 +19,8 @@
  */
 import fs from "node:fs";
 import OpenAI from "openai";
-import {integerValue} from "../cli/optionValues.js";
-import {ensureDemoModel} from "../engine/model/demoModel.js";
+import {choiceValue, integerValue} from "../cli/optionValues.js";
+import {demoModelDtypes, ensureDemoModel} from "../engine/model/demoModel.js";
 import {percentile} from "../extension/host/stats/percentiles.js";
 import {buildLlamaServer, llamaServerVersion, killOnExit, servingArgs, startLlamaServer} from "./llamaServer.js";
 import {readScriptCommandLine} from "./scriptCommandLine.js";
@@ -32,6 +35,10 @@ const flags = readScriptCommandLine({
         turns: {type: "string", placeholder: "N", description: "turns per conversation (default 4)"},
         parallel: {type: "string", placeholder: "N", description: "sequences (slots) of every server (default 2)"},
         ["opening-words"]: {type: "string", placeholder: "N", description: "words in each conversation's opening (default 400)"},
+        ["question-words"]: {type: "string", placeholder: "N", description: "words added to each turn's question (default 0)"},
+        ["tile-padding"]: {type: "string", placeholder: "on|both",
+            description: "ours with tile padding (on, its default), or also a target without it (both)"},
+        dtype: {type: "string", placeholder: "D", description: `the demo model's weights: ${demoModelDtypes.join(" | ")} (default f16)`},
         ["cache-mib"]: {type: "string", placeholder: "MIB",
             description: "prompt cache size when on: ours --prompt-cache, llama-server's --cache-ram (default 2048)"},
         repeats: {type: "string", placeholder: "N", description: "repeats, a fresh server per target each, medians over them (default 2)"},
@@ -43,40 +50,47 @@ const flags = readScriptCommandLine({
     turns: integerValue("turns", values.turns, 4, 1),
     parallel: integerValue("parallel", values.parallel, 2, 1),
     openingWords: integerValue("opening-words", values["opening-words"], 400, 1),
+    questionWords: integerValue("question-words", values["question-words"], 0, 0),
+    tilePaddingOff: choiceValue("tile-padding", values["tile-padding"], ["on", "both"], "on") === "both",
+    dtype: choiceValue("dtype", values.dtype, demoModelDtypes, "f16"),
     cacheMiB: integerValue("cache-mib", values["cache-mib"], 2048, 1),
     repeats: integerValue("repeats", values.repeats, 2, 1),
     json: values.json
 }));
-const {conversations, turns, parallel, openingWords, cacheMiB, repeats} = flags;
+const {conversations, turns, parallel, openingWords, questionWords, cacheMiB, repeats, dtype} = flags;
 const maxTokens = 16;
 const threads = 1;
 const contextPerSequence = 4096;
 
-const targets = ["ours, cache on", "ours, cache off", "llama-server, cache on", "llama-server, cache off"] as const;
-type Target = typeof targets[number];
+const allTargets = ["ours, cache on", "ours, cache off", "llama-server, cache on", "llama-server, cache off", "ours, no tile padding"] as const;
+type Target = typeof allTargets[number];
+const targets = allTargets.filter((target) => flags.tilePaddingOff || target !== "ours, no tile padding");
 
 const llamaServerArgs = (cache: boolean): string[] => [...servingArgs({threads, parallel, contextPerSequence}),
     "--cache-ram", cache ? String(cacheMiB) : "0"];
-const serveArgs = (cache: boolean): string[] => ["--threads", String(threads), "--parallel", String(parallel),
-    "--context-size", String(contextPerSequence), "--prompt-cache", cache ? String(cacheMiB) : "0", "--log-interval", "3600"];
+const serveArgs = (cache: boolean, tilePadding = true): string[] => ["--threads", String(threads), "--parallel", String(parallel),
+    "--context-size", String(contextPerSequence), "--prompt-cache", cache ? String(cacheMiB) : "0", "--log-interval", "3600",
+    ...(tilePadding ? [] : ["--tile-padding", "off"])];
 
 const words = ("time little girl walked park with her dog they played sun until late the boy found box garden opened saw toy car red " +
     "hat book about sea ran mother show what had smiled bird flew over house tree said hello every morning sang song children school " +
     "river old man lived small village near forest friends came visit him day went market bought bread milk apples").split(" ");
 
-/** Conversation `c`'s opening: its own sentence first (the prefixes differ from the start), then seeded words. */
-function opening(c: number): string {
-    let state = 0x9e3779b9 ^ (c + 1) * 0x85ebca6b;
+/** Seeded words of conversation `c` (`salt` 0: its opening; a turn's question words another). */
+function seededWords(c: number, salt: number, count: number): string[] {
+    let state = 0x9e3779b9 ^ (c + 1) * 0x85ebca6b ^ salt * 0x27d4eb2d;
     const next = (): number => {
         state ^= state << 13;
         state ^= state >>> 17;
         state ^= state << 5;
         return (state >>> 0) % words.length;
     };
-    const text = [`This is conversation number ${c + 1} about the ${words[c % words.length]}.`];
-    for (let i = 0; i < openingWords; i++)
-        text.push(words[next()]!);
-    return text.join(" ");
+    return Array.from({length: count}, () => words[next()]!);
+}
+
+/** Conversation `c`'s opening: its own sentence first (the prefixes differ from the start), then seeded words. */
+function opening(c: number): string {
+    return [`This is conversation number ${c + 1} about the ${words[c % words.length]}.`, ...seededWords(c, 0, openingWords)].join(" ");
 }
 
 type TurnResult = {conversation: number, turn: number, ttftMs: number, promptTokens: number, cachedTokens: number};
@@ -116,7 +130,8 @@ async function runConversations(baseUrl: string): Promise<{turns: TurnResult[], 
     const started = performance.now();
     for (let turn = 0; turn < turns; turn++)
         for (let c = 0; c < conversations; c++) {
-            const prompt = `${history[c]} Question ${turn + 1}: what did the ${words[(c + turn) % words.length]} do next? Answer:`;
+            const more = questionWords > 0 ? ` ${seededWords(c, turn + 1, questionWords).join(" ")}` : "";
+            const prompt = `${history[c]} Question ${turn + 1}: what did the ${words[(c + turn) % words.length]} do next${more}? Answer:`;
             const answer = await ask(openai, prompt);
             history[c] = `${prompt}${answer.text}`;
             const {ttftMs, promptTokens, cachedTokens} = answer;
@@ -126,7 +141,7 @@ async function runConversations(baseUrl: string): Promise<{turns: TurnResult[], 
 }
 
 async function runTarget(target: Target, binary: string, modelPath: string): Promise<{turns: TurnResult[], wallS: number}> {
-    const cache = target.endsWith("cache on");
+    const cache = target.endsWith("cache on") || target === "ours, no tile padding";
     if (target.startsWith("llama-server")) {
         const server = await startLlamaServer({binary, model: modelPath, args: llamaServerArgs(cache)});
         try {
@@ -135,7 +150,7 @@ async function runTarget(target: Target, binary: string, modelPath: string): Pro
             await server.stop();
         }
     }
-    const server = await startServe(modelPath, serveArgs(cache), killOnExit);
+    const server = await startServe(modelPath, serveArgs(cache, target !== "ours, no tile padding"), killOnExit);
     try {
         return await runConversations(server.baseUrl);
     } finally {
@@ -147,10 +162,10 @@ type Row = {target: Target, repeat: number, later_ttft_p50_ms: number, later_ttf
     later_prompt_tokens: number, later_cached_tokens: number, wall_s: number};
 
 async function main(): Promise<void> {
-    const modelPath = await ensureDemoModel({size: "small", textOnly: true});
+    const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = await buildLlamaServer();
     console.log(`workload: ${conversations} conversations × ${turns} turns, round robin, one request at a time; openings of ~${openingWords} ` +
-        `words; ${maxTokens} tokens out (greedy, ignore_eos); demo small (textOnly, f16) ${modelPath}; ${threads} thread, ${parallel} ` +
+        `words, ${questionWords} more words per question; ${maxTokens} tokens out (greedy, ignore_eos); demo small (textOnly, ${dtype}) ${modelPath}; ${threads} thread, ${parallel} ` +
         `sequences × ${contextPerSequence}; prompt cache ${cacheMiB} MiB when on; ${repeats} repeat${repeats > 1 ? "s" : ""}, fresh servers`);
     console.log(`llama-server ${llamaServerVersion(binary)}: -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs(true).join(" ")} (on) / ` +
         "--cache-ram 0 (off)");
@@ -183,10 +198,12 @@ async function main(): Promise<void> {
     }
     const ratio = (ours: Target, theirs: Target): string => (median(ours, "later_ttft_p50_ms") / median(theirs, "later_ttft_p50_ms")).toFixed(3);
     console.log(`  later-turn TTFT p50, ours / llama-server: cache on ${ratio("ours, cache on", "llama-server, cache on")}, ` +
-        `cache off ${ratio("ours, cache off", "llama-server, cache off")}; ours on / off ${ratio("ours, cache on", "ours, cache off")}`);
+        `cache off ${ratio("ours, cache off", "llama-server, cache off")}; ours on / off ${ratio("ours, cache on", "ours, cache off")}` +
+        (flags.tilePaddingOff ? `; ours tile padding on / off ${ratio("ours, cache on", "ours, no tile padding")}, ` +
+            `off / llama-server (cache on) ${ratio("ours, no tile padding", "llama-server, cache on")}` : ""));
     if (flags.json !== undefined) {
-        const workload = {conversations, turns, parallel, opening_words: openingWords, max_tokens: maxTokens, threads,
-            context_per_sequence: contextPerSequence, cache_mib: cacheMiB, repeats, model_path: modelPath};
+        const workload = {conversations, turns, parallel, opening_words: openingWords, question_words: questionWords, dtype,
+            max_tokens: maxTokens, threads, context_per_sequence: contextPerSequence, cache_mib: cacheMiB, repeats, model_path: modelPath};
         fs.writeFileSync(flags.json, JSON.stringify({workload, results: rows}, null, 2) + "\n");
         console.log(`wrote ${flags.json}`);
     }
