@@ -37,9 +37,10 @@ const untiledAttentionCost = 3.5;
 
 /**
  * A token's weights' cost, per weight, in units of a tiled query-key pair's cost per attention width (see
- * {@link PromptCostShape}), measured as above: q4_0 0.53, f16 1.0–1.4. Kinds not measured take f16's, the dearer.
+ * {@link PromptCostShape}), measured as above: q4_0 0.53, q8_0 0.75, f16 1.0–1.4. Kinds not measured (the k-quants
+ * among them) take f16's, the dearest: they pad only deeper.
  */
-const weightCost = {q4_0: 0.6, other: 1.6} as const;
+const weightCost = {q4_0: 0.6, q8_0: 0.85, other: 1.6} as const;
 
 /** The estimated cost of the padded rest must be at most this share of the rest as it is. */
 export const requiredSaving = 0.85;
@@ -50,12 +51,12 @@ export type PromptCostShape = {
     attentionWidth: number,
     /** The layers' weights one token passes through (of a mixture of experts, the share its used experts hold). */
     tokenWeights: number,
-    /** The layers' weights' main kind: q4_0's CPU kernels were measured the cheapest per weight. */
+    /** The kind most of the layers' weights are: q4_0's and q8_0's CPU kernels were measured cheaper per weight than f16's. */
     weights: keyof typeof weightCost
 };
 
-/** ggml's type id for q4_0 (GgmlType.Q4_0). */
-const ggmlQ4_0 = 2;
+/** ggml's type ids (GgmlType) of the kinds measured. */
+const ggmlTypes: ReadonlyMap<number, keyof typeof weightCost> = new Map([[2, "q4_0"], [8, "q8_0"]]);
 
 /** The shape of a transformer's prompt cost; undefined when the file does not say enough (heads, layers, tensors). */
 export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined {
@@ -83,19 +84,20 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
     const expertShare = metadata.expert_count !== undefined && metadata.expert_count > 0 && metadata.expert_used_count !== undefined
         ? metadata.expert_used_count / metadata.expert_count : 1;
     let tokenWeights = 0;
-    let q4_0Weights = 0;
+    const byKind = new Map<keyof typeof weightCost, number>();
     for (const tensor of tensors) {
         if (!tensor.name.startsWith("blk."))
             continue;
         const elements = tensor.dimensions.reduce<number>((product, size) => product * Number(size), 1);
         const used = tensor.name.includes("_exps") ? elements * expertShare : elements;
         tokenWeights += used;
-        if ((tensor.ggmlType as number) === ggmlQ4_0)
-            q4_0Weights += used;
+        const kind = ggmlTypes.get(tensor.ggmlType as number) ?? "other";
+        byKind.set(kind, (byKind.get(kind) ?? 0) + used);
     }
     if (attentionWidth <= 0 || tokenWeights <= 0)
         return undefined;
-    return {attentionWidth, tokenWeights, weights: q4_0Weights > tokenWeights / 2 ? "q4_0" : "other"};
+    const main = [...byKind].find(([, weights]) => weights > tokenWeights / 2)?.[0] ?? "other";
+    return {attentionWidth, tokenWeights, weights: main};
 }
 
 /**

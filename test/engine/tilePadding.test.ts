@@ -50,7 +50,8 @@ describe("the tile padding's cost model", () => {
             assert.ok(Number.isFinite(q4), `${rest} new tokens are padded at some depth`);
             for (const depth of [q4, q4 + 1, 2 * q4, 10 * q4])
                 assert.notEqual(reusedWithTilePadding(small("q4_0"), depth, depth + rest), depth, `${rest} after ${depth}`);
-            assert.ok(firstPaddedDepth(small("other"), rest) > q4);
+            assert.ok(firstPaddedDepth(small("q8_0"), rest) > q4);
+            assert.ok(firstPaddedDepth(small("other"), rest) > firstPaddedDepth(small("q8_0"), rest));
             const bigger = {...small("q4_0"), tokenWeights: 50 * small("q4_0").tokenWeights};
             assert.ok(firstPaddedDepth(bigger, rest) > firstPaddedDepth(small("other"), rest));
         }
@@ -69,6 +70,12 @@ describe("the tile padding's cost model", () => {
         assert.deepEqual(promptCostShape(fileInfo({block_count: 2, embedding_length: 256,
             attention: {head_count: [8, 0], key_length: 32, value_length: 48}}, [...layer(0, 1), ...layer(1, 1)])),
         {attentionWidth: 8 * (32 + 48), tokenWeights: 2 * (256 * 256 + 256 * 512), weights: "other"});
+        // q8_0, and a mix where no kind holds most of the weights (q4_0 attention, q8_0 and f16 feed-forward halves).
+        assert.equal(promptCostShape(fileInfo({block_count: 2, embedding_length: 256, attention: {head_count: 4}},
+            [...layer(0, 8), ...layer(1, 8)]))?.weights, "q8_0");
+        const mixed = [{name: "blk.0.attn_q.weight", dimensions: [256, 256], ggmlType: 2},
+            {name: "blk.0.ffn_up.weight", dimensions: [256, 256], ggmlType: 8}, {name: "blk.0.ffn_down.weight", dimensions: [256, 256], ggmlType: 1}];
+        assert.equal(promptCostShape(fileInfo({block_count: 1, embedding_length: 256, attention: {head_count: 4}}, mixed))?.weights, "other");
         // A mixture of experts: a token passes through its used experts only.
         assert.deepEqual(promptCostShape(fileInfo({block_count: 1, embedding_length: 256, expert_count: 8, expert_used_count: 2,
             attention: {head_count: 4}}, layer(0, 2, true)))?.tokenWeights, 256 * 256 + 2 * 256 * 512);
