@@ -93,7 +93,7 @@ describe("inference-monitor bench", () => {
     test("bad flags and values: usage and exit code 2", async () => {
         for (const args of [["bench", "--bogus"], ["bench", "--num-prompts", "0"], ["bench", "--stats", "maybe"], ["bench", "--request-rate", "-1"], ["bench", "--num-warmups", "-1"],
             ["bench", "--random-range-ratio", "1"], ["bench", "--random-range-ratio", "-0.1"], ["bench", "--random-range-ratio", "half"],
-            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--gpu", "rocm"],
+            ["bench", "--prometheus-port", "70000"], ["bench", "--prefix-cache", "maybe"], ["serve", "--prefix-cache", "1"], ["serve", "--tile-padding", "no"], ["serve", "--gpu", "rocm"],
             ["bench", "--prefill-chunk", "0"], ["serve", "--prefill-chunk", "lots"], ["bench", "--base-url", "http://127.0.0.1:1/v1", "--prefill-chunk", "64"], ["demo", "--gpu", "CUDA"],
             ["bench", "--base-url", "http://127.0.0.1:1/v1", "--gpu", "off"], ["bench", "--base-url", "http://127.0.0.1:1/v1", "--lora", "a.gguf"],
             ["serve", "--lora-scaled", "a.gguf:x"], ["bench", "--lora-scaled", "a.gguf"],

@@ -70,6 +70,20 @@ describe("negative numbers for numeric flags", () => {
     });
 });
 
+describe("serve --tile-padding", () => {
+    test("on by default, off when asked", () => {
+        const parse = (args: string[]): boolean | undefined => {
+            const result = readCommandLine(serveCommandLine, args, {stdout: () => undefined, stderr: () => undefined},
+                (parsed) => serveOptionsFrom(parsed, {}));
+            return "exitCode" in result ? undefined : result.options.tilePadding;
+        };
+        assert.equal(parse([]), true);
+        assert.equal(parse(["--tile-padding", "on"]), true);
+        assert.equal(parse(["--tile-padding", "off"]), false);
+        assert.equal(parse(["--tile-padding", "yes"]), undefined);
+    });
+});
+
 describe("serve --slot-save-path", () => {
     test("takes an existing directory, as an absolute path; anything else is a usage error naming the flag", () => {
         const parse = (args: string[]): {options?: ReturnType<typeof serveOptionsFrom>, stderr: string} => {
