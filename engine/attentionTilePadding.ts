@@ -117,3 +117,18 @@ export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, 
     const tiled = paddedPromptTokens * perToken + pairs(padded, paddedPromptTokens);
     return tiled <= requiredSaving * asItIs ? padded : reusable;
 }
+
+/**
+ * The next piece of a prompt that goes in pieces of at most `limit` tokens (chunked prefill's share of a step, or a
+ * batch), `rest` tokens of it still to go: `limit`, unless that leaves a last piece under {@link paddedPromptTokens},
+ * too short for the tiles and long enough to cost more one query at a time than a tile does; then all but
+ * {@link paddedPromptTokens}, so the last piece is a tile.
+ * Deep in a long prompt a short last piece was the longest step of all: on the demo `small` q4_0 with pieces of 65, the
+ * running requests' gaps grew from 30 to 80 ms over a 2067-token prompt, and the last piece's, 52 tokens one at a time
+ * after 2015, was 172 ms.
+ */
+export function pieceLeavingATile(rest: number, limit: number): number {
+    const left = rest - limit;
+    const untiledCostsMore = left * untiledAttentionCost > paddedPromptTokens && left < paddedPromptTokens;
+    return untiledCostsMore && rest - paddedPromptTokens >= paddedPromptTokens ? rest - paddedPromptTokens : limit;
+}

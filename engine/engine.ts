@@ -1,5 +1,5 @@
 import type {LlamaContextSequence, Token} from "./llamaTypes.js";
-import {reusedWithTilePadding} from "./attentionTilePadding.js";
+import {pieceLeavingATile, reusedWithTilePadding} from "./attentionTilePadding.js";
 import {randomInt} from "node:crypto";
 import {samplerSeed} from "./samplerSeed.js";
 import {nowMs} from "../common/clock.js";
@@ -747,6 +747,11 @@ export class Engine {
         void this.run(request, slot, t);
     }
 
+    /** The next piece of a prompt that goes in pieces of at most `limit`, `rest` to go: on the CPU, one leaving a whole tile at the end. */
+    private pieceOf(rest: number, limit: number): number {
+        return this.loaded.info.backend === "cpu" ? pieceLeavingATile(rest, limit) : limit;
+    }
+
     /**
      * Puts `size` tokens of `input` from `from` on `request`'s sequence, in this turn's batch, without sampling (with
      * `scores`, scored into them), and reports the prompt's progress; returns the input tokens held after them.
@@ -893,7 +898,7 @@ export class Engine {
                             break;
                         }
                         // The last token always stays for `evaluate`, whose logits give the first new token.
-                        const size = Math.min(share, input.length - next - 1);
+                        const size = Math.min(this.pieceOf(input.length - next, share), input.length - next - 1);
                         if (size <= 0)
                             continue;
                         next = await this.evaluatePromptPiece(request, slot, input, next, size, scoring ? scores : undefined);
@@ -922,7 +927,8 @@ export class Engine {
             // it so anyway), so its progress shows as llama-server reports each batch. It is a step member all along: the
             // prompts arriving meanwhile go in whole beside its batches, and the first step that decodes waits for it.
             while (whole && request.stop === undefined && input.length - next > this.loaded.context.batchSize)
-                next = await this.evaluatePromptPiece(request, slot, input, next, this.loaded.context.batchSize);
+                next = await this.evaluatePromptPiece(request, slot, input, next,
+                    this.pieceOf(input.length - next, this.loaded.context.batchSize));
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
                 // With no alternatives asked for, the token's own probability is all a log-probability needs: node-llama-cpp's

@@ -71,7 +71,11 @@ const settingName = (setting: Setting): string =>
 
 type Window = {itls: number[], p99: number, median: number};
 /** `longTtftsMs`: each long prompt's TTFT, in the order they were sent; the prefill window ends with the last first token. */
-type Run = {setting: Setting, longPromptTokens: number[], steady: Window, duringPrefill: Window, ratioP99: number, longTtftsMs: number[]};
+/** `prefillGaps`: each running request's gaps that overlap the prefill, in order. */
+type Run = {
+    setting: Setting, longPromptTokens: number[], steady: Window, duringPrefill: Window, prefillGaps: number[][], ratioP99: number,
+    longTtftsMs: number[]
+};
 
 function window(itls: number[]): Window {
     return {itls, p99: percentile(itls, 99), median: percentile(itls, 50)};
@@ -154,15 +158,16 @@ async function measure(server: Server, setting: Setting, longPrompts: readonly s
             throw new Error(`${settingName(setting)}: a running request ended before it was cancelled: ${end.ended}`);
     // Every gap that overlaps the window, also the one it ends inside: a running request stalled by the whole prompt
     // gets its next token only with (or after) the long prompt's first, and that stall is what the window is about.
-    const gapsIn = (from: number, to: number): number[] => streams.flatMap(({deliveries: times}) => {
+    const streamGapsIn = (from: number, to: number): number[][] => streams.map(({deliveries: times}) => {
         const gaps: number[] = [];
         for (let i = 1; i < times.length; i++)
             if (times[i]! > from && times[i - 1]! < to) gaps.push(times[i]! - times[i - 1]!);
         return gaps;
     });
-    const steady = window(gapsIn(steadyFrom, arrival));
-    const duringPrefill = window(gapsIn(arrival, lastFirstToken));
-    return {setting, longPromptTokens: longResults.map((result) => result.promptTokens), steady, duringPrefill,
+    const steady = window(streamGapsIn(steadyFrom, arrival).flat());
+    const prefillGaps = streamGapsIn(arrival, lastFirstToken);
+    const duringPrefill = window(prefillGaps.flat());
+    return {setting, longPromptTokens: longResults.map((result) => result.promptTokens), steady, duringPrefill, prefillGaps,
         ratioP99: duringPrefill.p99 / steady.p99, longTtftsMs: firstTokens.map((t) => t! - arrival)};
 }
 
@@ -219,9 +224,10 @@ async function main(): Promise<void> {
                 `${(s.median_long_ttft_ms / peer.median_long_ttft_ms).toFixed(3)}×` +
                 (flags.longPrompts > 1 ? `, the last one's ${(s.median_last_long_ttft_ms / peer.median_last_long_ttft_ms).toFixed(3)}×` : ""));
     if (flags.json !== undefined)
-        fs.writeFileSync(flags.json, JSON.stringify({summary, runs: runs.map(({setting, steady, duringPrefill, ...rest}) => ({
+        fs.writeFileSync(flags.json, JSON.stringify({summary, runs: runs.map(({setting, steady, duringPrefill, prefillGaps, ...rest}) => ({
             setting: settingName(setting), ...rest, steady_p99_ms: steady.p99, steady_median_ms: steady.median,
-            prefill_p99_ms: duringPrefill.p99, prefill_median_ms: duringPrefill.median
+            prefill_p99_ms: duringPrefill.p99, prefill_median_ms: duringPrefill.median,
+            prefill_gaps_ms: prefillGaps.map((gaps) => gaps.map((gap) => Math.round(gap * 10) / 10))
         }))}, null, 2) + "\n");
 }
 

@@ -8,6 +8,7 @@ import {after, before, describe, test} from "node:test";
 import {Xoshiro128} from "../../common/seededRandom.js";
 import {makePrompt} from "../../extension/host/bench/workload.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
+import {paddedPromptTokens} from "../../engine/attentionTilePadding.js";
 
 const sentence = "the little girl saw a big red ball in the park and ran after it with her happy dog under the blue sky ";
 const longPrompt = sentence.repeat(20).trim();
@@ -116,6 +117,46 @@ describe("chunked prefill's budget, first come, first served", () => {
         assert.ok(long.finished.promptTokens > 4 * 32, `the long prompt has ${long.finished.promptTokens} tokens`);
         assert.ok(firstTokenStep(short.id) < firstTokenStep(long.id),
             `the short prompt's first token came in step ${firstTokenStep(short.id)}, the long one's in ${firstTokenStep(long.id)}`);
+    });
+});
+
+describe("chunked prefill's last piece on the CPU", () => {
+    const budget = 128;
+    let engine: EngineUnderTest;
+
+    before(async () => {
+        engine = await EngineUnderTest.start({parallel: 2, prefillChunkTokens: budget, prefixCache: false});
+    });
+    after(async () => {
+        await engine.engine.dispose();
+    });
+
+    test("is never too short for the attention tiles and long enough to cost more without them: the piece before leaves a tile", async () => {
+        const running = engine.send({prompt: "once upon a time", maxTokens: 900, ...greedy});
+        while (!engine.events.some((e) => e.id === running.id && (e.kind === "tokens" || e.kind === "finished")))
+            await new Promise((resolve) => setTimeout(resolve, 5));
+        assert.ok(engine.events.some((e) => e.id === running.id && e.kind === "tokens"), "the running request generates");
+        const lasts: {tokens: number, unshaped: number, last: number}[] = [];
+        try {
+            for (const extra of [0, 6, 12, 18, 24]) {
+                const request = engine.send({prompt: `${longPrompt}${" and the dog ran".repeat(extra)}`, maxTokens: 1, ...greedy});
+                const {finished} = await request.done;
+                const processed = engine.events.flatMap((e) => e.id === request.id && e.kind === "prefilled" ? [e.processedTokens] : []);
+                // Pieces of the whole budget would leave this many for the last step.
+                let unshaped = finished.promptTokens;
+                while (unshaped > budget)
+                    unshaped -= budget;
+                lasts.push({tokens: finished.promptTokens, unshaped, last: finished.promptTokens - processed.at(-1)!});
+            }
+        } finally {
+            engine.engine.handle({type: "cancel", id: running.id});
+            await running.done;
+        }
+        const short = (n: number): boolean => n * 3.5 > paddedPromptTokens && n < paddedPromptTokens;
+        assert.ok(lasts.some(({unshaped}) => short(unshaped)), `a prompt whose last piece would be short: ${JSON.stringify(lasts)}`);
+        assert.ok(lasts.some(({unshaped}) => !short(unshaped)), JSON.stringify(lasts));
+        for (const {tokens, unshaped, last} of lasts)
+            assert.equal(last, short(unshaped) ? paddedPromptTokens : unshaped, `${tokens} tokens: ${JSON.stringify(lasts)}`);
     });
 });
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {
-    paddedPromptTokens, promptCostShape, reusedWithTilePadding, tiledAttentionQueries, type PromptCostShape
+    paddedPromptTokens, pieceLeavingATile, promptCostShape, reusedWithTilePadding, tiledAttentionQueries, type PromptCostShape
 } from "../../engine/attentionTilePadding.js";
 import type {GgufFileInfo} from "../../engine/llamaTypes.js";
 import {importNodeLlamaCpp} from "../../engine/llamaTypes.js";
@@ -56,6 +56,18 @@ describe("the tile padding's cost model", () => {
             assert.ok(firstPaddedDepth(bigger, rest) > firstPaddedDepth(small("other"), rest));
         }
         assert.ok(firstPaddedDepth(small("q4_0"), 60) < firstPaddedDepth(small("q4_0"), 30), "more new tokens pay sooner");
+    });
+
+    test("a prompt's pieces leave a last piece of a tile, where a shorter one would go untiled and cost more", () => {
+        assert.equal(pieceLeavingATile(1000, 128), 128, "plenty left");
+        assert.equal(pieceLeavingATile(128 + 50, 128), 178 - paddedPromptTokens, "50 left: the last piece becomes a tile");
+        assert.equal(pieceLeavingATile(128 + 64, 128), 192 - paddedPromptTokens);
+        assert.equal(pieceLeavingATile(128 + 65, 128), 128, "a tile left already");
+        assert.equal(pieceLeavingATile(128 + 12, 128), 128, "12 one at a time cost less than a tile");
+        assert.equal(pieceLeavingATile(100, 128), 128, "all of it fits");
+        // Under two tiles in all, both pieces cannot be tiles: the budget stands.
+        assert.equal(pieceLeavingATile(65 + 52, 65), 65);
+        assert.equal(pieceLeavingATile(512 + 40, 512), 552 - paddedPromptTokens);
     });
 
     test("the shape: attention width from heads and head sizes, the weights one token passes through, their kind", () => {
