@@ -8,6 +8,7 @@
  * - `timings` in the OpenAI endpoints' whole answers and streams' last chunks, and with `timings_per_token` in every chunk,
  *   counting what the answer's usage counts.
  */
+import {paddedPromptTokens} from "../../engine/attentionTilePadding.js";
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import type {LlamaPromptProgress} from "../../protocol/llamaCppMeasures.js";
@@ -241,8 +242,12 @@ describe(suite, {skip: llamaServerSkipReason(suite) || skipReason(suite, stories
             const reports = progressOf(events(text), "a prompt in chunks");
             const middle = reports.filter((report) => report.processed > report.cache && report.processed < report.total);
             assert.ok(middle.length >= 3, JSON.stringify(reports));
-            for (const [i, report] of middle.entries())
-                assert.equal(report.processed, reports[0]!.cache + (i + 1) * chunkTokens, `chunks of ${chunkTokens}: ${JSON.stringify(reports)}`);
+            for (const [i, report] of middle.entries()) {
+                const whole = reports[0]!.cache + (i + 1) * chunkTokens;
+                // On the CPU the last piece before the final step may be shorter, leaving that step a whole attention tile.
+                const leavesATile = i === middle.length - 1 && report.processed < whole && report.total - report.processed === paddedPromptTokens;
+                assert.ok(report.processed === whole || leavesATile, `chunks of ${chunkTokens}: ${JSON.stringify(reports)}`);
+            }
             assert.ok(slotRead !== undefined, "/slots read while the prompt was evaluated");
             const {progress, slot} = slotRead;
             assert.ok(slot.n_prompt_tokens_processed! >= progress.processed - progress.cache &&
