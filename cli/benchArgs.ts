@@ -6,7 +6,7 @@ import {errorMessage} from "../common/errorMessage.js";
 import {parseCommandArgs, UsageError, type CliOptions, type CommandLine, type OptionValues} from "./commandLine.js";
 import {
     gpuFlag, gpuValue, loraAdaptersValue, loraFlag, loraScaledFlag, prefillChunkFlag, prefillChunkValue, prefixCacheFlag, prefixCacheValue,
-    promptCacheFlag, promptCacheValue
+    promptCacheFlag, promptCacheValue, tilePaddingFlag, tilePaddingValue
 } from "./engineFlags.js";
 import {choiceValue, fractionValue, integerValue, portValue, positiveNumberValue} from "./optionValues.js";
 
@@ -37,6 +37,7 @@ export const benchCommandLine = {
         "prefix-cache": prefixCacheFlag,
         "prompt-cache": promptCacheFlag,
         "prefill-chunk": prefillChunkFlag,
+        "tile-padding": tilePaddingFlag,
         "gpu": gpuFlag,
         "lora": loraFlag,
         "lora-scaled": loraScaledFlag,
@@ -56,15 +57,15 @@ export const benchCommandLine = {
         "no-cache-prompt": {type: "boolean",
             description: "with --base-url: send llama.cpp's `cache_prompt: false` (llama-server's prefix cache off; other servers ignore it)"}
     },
-    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prompt-cache, --prefill-chunk, --gpu, --lora, " +
+    details: "With --base-url, the engine flags (--model, --demo-size, --parallel, --threads, --context-size, --prefix-cache, --prompt-cache, --prefill-chunk, --tile-padding, --gpu, --lora, " +
         "--lora-scaled, --stats, --stats-interval-ms, --prometheus-port, --in-process) do not apply."
 } satisfies CommandLine<CliOptions>;
 
 type BenchValues = OptionValues<typeof benchCommandLine.options>;
 
 /** Flags of the local engine, meaningless with --base-url. */
-const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prompt-cache", "prefill-chunk", "gpu", "lora", "lora-scaled",
-    "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
+const engineFlags = ["model", "demo-size", "parallel", "threads", "context-size", "prefix-cache", "prompt-cache", "prefill-chunk", "tile-padding", "gpu", "lora",
+    "lora-scaled", "stats", "stats-interval-ms", "prometheus-port", "in-process"] as const;
 /** Flags of the HTTP target, meaningless without --base-url. */
 const httpFlags = ["api-key", "endpoint", "model-name", "no-cache-prompt"] as const;
 
@@ -82,6 +83,7 @@ export function benchOptionsFrom(values: BenchValues, isTty: boolean, env: NodeJ
         requestRate: positiveNumberValue("request-rate", values["request-rate"], Infinity, true),
         parallel: integerValue("parallel", values.parallel, 4, 1),
         prefixCache: prefixCacheValue(values["prefix-cache"]),
+        tilePadding: tilePaddingValue(values["tile-padding"]),
         gpu: gpuValue(values.gpu),
         stats: choiceValue("stats", values.stats, ["on", "off"], "on") === "on",
         statsIntervalMs: integerValue("stats-interval-ms", values["stats-interval-ms"], 1000, 1),

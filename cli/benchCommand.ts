@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import {formatLoraAdapters, formatPromptCache} from "../common/format.js";
+import {formatLoraAdapters, formatPrefixCache} from "../common/format.js";
 import {BenchWorkloadError, runBenchmark, runHttpBenchmark, type BenchIo} from "../extension/host/bench/runBenchmark.js";
 import {formatBenchTable} from "../extension/host/bench/benchMetrics.js";
 import type {BenchOptions} from "../extension/host/bench/benchOptions.js";
@@ -30,7 +30,7 @@ export async function benchCommand(args: string[], io: CliIo, createStatsSession
         io.stdout(`${formatBenchTable(run.metrics, run.clientQueue)}\n`);
         warnGpuFallbacks(run.info, io);
         io.stdout(`Engine: ${run.info.backend.toUpperCase()}${run.info.gpuDevices.length > 0 ? ` (${run.info.gpuDevices.join(", ")})` : ""} · ${run.info.model.name} · mode ${options.mode} · stats ${options.stats ? "on" : "off"} · ` +
-            `prefix cache ${run.info.prefixCache ? "on" : "off"} · prompt cache ${formatPromptCache(run.info.promptCacheMiB)} · prefill chunk ${run.info.prefillChunkTokens} tokens` +
+            `prefix cache ${formatPrefixCache(run.info)} · prefill chunk ${run.info.prefillChunkTokens} tokens` +
             `${run.info.loraAdapters.length > 0 ? ` · LoRA ${formatLoraAdapters(run.info.loraAdapters)}` : ""}\n`);
         if (run.statsAgreement !== undefined)
             io.stdout(`${run.statsAgreement.detail}\n`);

@@ -10,7 +10,7 @@ import {readCommandLine} from "./commandLine.js";
 import {serveCommandLine, serveOptionsFrom} from "./serveArgs.js";
 import {serverStartFailure} from "./serverStartFailure.js";
 import {dropOptimizingCompilers} from "./v8Compilers.js";
-import {formatCount, formatLoraAdapters, formatPromptCache} from "../common/format.js";
+import {formatCount, formatLoraAdapters, formatPrefixCache} from "../common/format.js";
 import {defaultThreads} from "../protocol/engineOptions.js";
 
 /**
@@ -68,7 +68,7 @@ export async function serveCommand(args: string[], io: CliIo): Promise<number> {
         readyAt = Date.now();
         warnGpuFallbacks(info, io);
         io.stdout(`Ready: ${info.model.name}, ${info.backend.toUpperCase()}, context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
-            `prefix cache ${info.prefixCache ? "on" : "off"}, prompt cache ${formatPromptCache(info.promptCacheMiB)}, prefill chunk ${info.prefillChunkTokens} tokens` +
+            `prefix cache ${formatPrefixCache(info)}, prefill chunk ${info.prefillChunkTokens} tokens` +
             `${info.loraAdapters.length > 0 ? `, LoRA ${formatLoraAdapters(info.loraAdapters)}` : ""}. Ctrl-C stops.\n`);
     } catch (error) {
         io.stderr(`Could not start the engine: ${errorMessage(error)}\n`);

@@ -62,6 +62,17 @@ export function formatPromptCache(mib: number): string {
     return mib > 0 ? `${mib} MiB` : "off";
 }
 
+/**
+ * Prefix caching as the engine runs it, for start lines, logs and the panel: "on, tile padding, prompt cache 2048 MiB", "on",
+ * "off" (EngineInfo's prefixCache, tilePadding, promptCacheMiB).
+ */
+export function formatPrefixCache(info: {prefixCache: boolean, tilePadding: boolean, promptCacheMiB: number}): string {
+    if (!info.prefixCache)
+        return "off";
+    return ["on", ...(info.tilePadding ? ["tile padding"] : []), ...(info.promptCacheMiB > 0 ? [`prompt cache ${formatPromptCache(info.promptCacheMiB)}`] : [])]
+        .join(", ");
+}
+
 /** LoRA adapters for start lines: "a.gguf × 1, b.gguf × 0.5" (file names, either separator), or "" for none. */
 export function formatLoraAdapters(adapters: ReadonlyArray<{path: string, scale: number}>): string {
     return adapters.map((adapter) => `${adapter.path.split(/[\\/]/).at(-1) ?? adapter.path} × ${adapter.scale}`).join(", ");

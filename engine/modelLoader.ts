@@ -119,6 +119,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
             parallel,
             threads,
             prefixCache,
+            tilePadding: tilePadding !== undefined,
             // Saved states are whole sequences' KV caches, restored and then cut after the shared prefix: prefix caching's precondition.
             promptCacheMiB: prefixCache ? options.promptCacheMiB ?? defaultEngineOptions.promptCacheMiB : 0,
             loraAdapters,

@@ -388,6 +388,11 @@ export type EngineInfo = {
     threads: number,
     /** Whether a request reuses the KV cache of the longest matching prefix left on a free sequence. */
     prefixCache: boolean,
+    /**
+     * Whether a short rest of a prompt deep in a reused prefix may take cached tokens along so that attention runs in tiles
+     * (EngineOptions.tilePadding: on, the CPU backend, prefix caching and flash attention, and a model shape it can cost).
+     */
+    tilePadding: boolean,
     /** The prompt cache's limit in MiB (EngineOptions.promptCacheMiB); 0: off. */
     promptCacheMiB: number,
     /** Chunked prefill's budget in effect: prompt tokens per step while other requests decode (EngineOptions.prefillChunkTokens). */
@@ -936,6 +941,7 @@ export function parseEngineInfo(value: unknown): EngineInfo {
         parallel: expectInteger(obj, "parallel", "info"),
         threads: expectInteger(obj, "threads", "info"),
         prefixCache: expectBoolean(obj, "prefixCache", "info"),
+        tilePadding: expectBoolean(obj, "tilePadding", "info"),
         promptCacheMiB: expectInteger(obj, "promptCacheMiB", "info"),
         prefillChunkTokens: expectInteger(obj, "prefillChunkTokens", "info"),
         loraAdapters: parseLoraAdapters(obj, "loraAdapters", "info"),

@@ -7,7 +7,7 @@
  * self-test, and why.
  */
 import {el, setText} from "./dom.js";
-import {formatBytes, formatDuration, formatNumber, formatParams} from "../common/format.js";
+import {formatBytes, formatDuration, formatNumber, formatParams, formatPrefixCache} from "../common/format.js";
 import {targetKindNames, type TargetView} from "../protocol/targetView.js";
 import type {StatsStore} from "./store.js";
 import {backendNames, describeGpuFallback} from "../common/gpuBackendText.js";
@@ -69,8 +69,7 @@ export class Header {
         this.set("vram", vramTotal > 0 ? `${formatBytes(gauges.vramUsedBytes)} / ${formatBytes(vramTotal)}` : "–");
         this.set("context", engine === null ? "–" : `${formatNumber(engine.contextSize)} tokens`);
         this.set("sequences", engine === null ? "–" : formatNumber(engine.parallel));
-        this.set("prefixCache", engine === null ? "–" : !engine.prefixCache ? "off"
-            : engine.promptCacheMiB > 0 ? `on, prompt cache ${formatNumber(engine.promptCacheMiB)} MiB` : "on");
+        this.set("prefixCache", engine === null ? "–" : formatPrefixCache(engine));
         this.set("prefillChunk", engine === null ? "–" : `${formatNumber(engine.prefillChunkTokens)} tokens/step`);
         const startedAt = store.engineStartedAt;
         this.set("uptime", startedAt === undefined || loading ? "–" : formatDuration(hostNow - startedAt));

@@ -8,7 +8,7 @@ import type {StatsManager} from "../host/stats/statsManager.js";
 import {rememberModel, type ModelChoice} from "./modelPicker.js";
 import {engineClientOptions, readSettings, type MonitorSettings} from "./settings.js";
 import {errorMessage} from "../../common/errorMessage.js";
-import {formatCount, formatDuration, formatParams, formatPromptCache} from "../../common/format.js";
+import {formatCount, formatDuration, formatParams, formatPrefixCache, formatPromptCache} from "../../common/format.js";
 import {describeGpuFallback} from "../../common/gpuBackendText.js";
 
 /** Context keys the `when` clauses of package.json use. */
@@ -152,8 +152,7 @@ export class EngineController implements vscode.Disposable {
                 `(${info.model.architecture}, ${formatParams(info.model.parameterCount)} params, ${info.model.quantization}) ` +
                 `on ${info.backend.toUpperCase()}${info.gpuDevices.length > 0 ? ` (${info.gpuDevices.join(", ")})` : ""}, ` +
                 `context ${info.contextSize}, ${formatCount(info.parallel, "sequence")}, ${formatCount(info.threads, "thread")}, ` +
-                `prompt cache ${formatPromptCache(info.promptCacheMiB)}, ` +
-                `prefill chunk ${info.prefillChunkTokens} tokens, loaded in ${formatDuration(info.loadMs)}, ` +
+                `prefix cache ${formatPrefixCache(info)}, prefill chunk ${info.prefillChunkTokens} tokens, loaded in ${formatDuration(info.loadMs)}, ` +
                 `${this.client === client ? client.mode : ""} mode`);
             this.readyAt = Date.now();
             for (const fallback of info.gpuFallbacks) {
@@ -255,8 +254,8 @@ export class EngineController implements vscode.Disposable {
         } catch (error) {
             this.reportPipelineError(error);
         }
-        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "promptCacheMiB", "engineMode",
-            "statsIntervalMs", "loraAdapters"]
+        const needsRestart = ["modelPath", "gpu", "contextSize", "parallelSequences", "threads", "prefillChunkTokens", "prefixCache", "promptCacheMiB",
+            "tilePadding", "engineMode", "statsIntervalMs", "loraAdapters"]
             .some((key) => event.affectsConfiguration(`inferenceMonitor.${key}`));
         if (needsRestart && this.client !== undefined) {
             const loading = this.client.state === "loading";
@@ -286,7 +285,8 @@ function describeSettings(settings: MonitorSettings): string {
     return `${settings.engineMode} mode, gpu ${settings.gpu}, context ${settings.contextSize}, ${settings.parallelSequences} sequences, ` +
         `threads ${settings.threads === 0 ? "default" : settings.threads}, ` +
         `prefill chunk ${settings.prefillChunkTokens === 0 ? "default" : settings.prefillChunkTokens}, ` +
-        `prompt cache ${formatPromptCache(settings.promptCacheMiB)}, stats every ${settings.statsIntervalMs} ms`;
+        `prefix cache ${settings.prefixCache ? "on" : "off"}, prompt cache ${formatPromptCache(settings.promptCacheMiB)}, ` +
+        `tile padding ${settings.tilePadding ? "on" : "off"}, stats every ${settings.statsIntervalMs} ms`;
 }
 
 function firstLine(text: string): string {

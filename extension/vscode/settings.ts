@@ -1,5 +1,5 @@
 import * as vscode from "vscode";
-import {defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../../protocol/engineOptions.js";
+import {defaultEngineOptions, defaultPromptCacheMiB, gpuSettings, maxPrefillChunkTokens, maxPromptCacheMiB, type GpuSetting} from "../../protocol/engineOptions.js";
 import {targetKinds, type TargetKind} from "../../protocol/targetView.js";
 import {isObject, isOneOf} from "../../protocol/validation.js";
 import type {EngineClientOptions, EngineMode} from "../host/engineClient/engineClient.js";
@@ -21,8 +21,12 @@ export type MonitorSettings = {
     threads: number,
     /** Chunked prefill's prompt tokens per step (EngineOptions.prefillChunkTokens); 0 = the backend's default. */
     prefillChunkTokens: number,
+    /** EngineOptions.prefixCache. */
+    prefixCache: boolean,
     /** The prompt cache's limit in MiB (EngineOptions.promptCacheMiB); 0 = off. */
     promptCacheMiB: number,
+    /** EngineOptions.tilePadding. */
+    tilePadding: boolean,
     /** LoRA adapters for the model in `modelPath` (EngineOptions.loraAdapters); never applied to the built-in demo model. */
     loraAdapters: LoraAdapter[],
     engineMode: EngineMode,
@@ -56,7 +60,9 @@ export function readSettings(): MonitorSettings {
         parallelSequences: Math.min(64, Math.max(1, Math.floor(config.get<number>("parallelSequences", 4)))),
         threads: Math.max(0, Math.floor(config.get<number>("threads", 0))),
         prefillChunkTokens: Math.min(maxPrefillChunkTokens, Math.max(0, Math.floor(config.get<number>("prefillChunkTokens", 0)))),
+        prefixCache: config.get<boolean>("prefixCache", defaultEngineOptions.prefixCache) !== false,
         promptCacheMiB: Math.min(maxPromptCacheMiB, Math.max(0, Math.floor(config.get<number>("promptCacheMiB", defaultPromptCacheMiB)))),
+        tilePadding: config.get<boolean>("tilePadding", defaultEngineOptions.tilePadding) !== false,
         loraAdapters: readLoraAdaptersSetting(config.get<unknown>("loraAdapters", [])),
         engineMode: mode === "inProcess" ? "inProcess" : "process",
         statsIntervalMs: Math.max(0, Math.floor(config.get<number>("statsIntervalMs", 1000))),
@@ -109,7 +115,9 @@ export function engineClientOptions(settings: MonitorSettings, modelPath: string
         cacheDir,
         ...(settings.threads > 0 ? {threads: settings.threads} : {}),
         ...(settings.prefillChunkTokens > 0 ? {prefillChunkTokens: settings.prefillChunkTokens} : {}),
+        prefixCache: settings.prefixCache,
         promptCacheMiB: settings.promptCacheMiB,
+        tilePadding: settings.tilePadding,
         ...(modelPath !== undefined ? {modelPath} : {}),
         // Adapters are made for one model: the built-in demo model never gets the user's.
         ...(modelPath !== undefined && settings.loraAdapters.length > 0 ? {loraAdapters: settings.loraAdapters} : {})

@@ -20,6 +20,7 @@ import {startServe} from "../../scripts/serveProcess.js";
 import type {FrameLocator, Page} from "playwright-core";
 import {demoChatTemplates, ensureDemoModel} from "../../engine/model/demoModel.js";
 import {testCacheDir} from "../helpers/testModels.js";
+import {defaultPromptCacheMiB} from "../../protocol/engineOptions.js";
 import {
     answerInputBox, assertE2EPrerequisites, notificationTexts, e2eSkipReason, ensureVsix, extensionHostLogs, launchBrowser, openWorkbench, pickQuickPickItem, repoRoot,
     fixtureVsix, runCommand, screenshot, startCodeServer, waitForNotification, webviewFrame, type BrowserSession, type CodeServer
@@ -121,7 +122,7 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             extraVsixPaths: [fixtureVsix("lm-client")],
             workspaceDir,
             settings: {"inferenceMonitor.modelPath": modelPath, "inferenceMonitor.logIntervalS": 2, "inferenceMonitor.server.port": apiPort,
-                "inferenceMonitor.proxy.port": proxyPort, "inferenceMonitor.prefillChunkTokens": 48,
+                "inferenceMonitor.proxy.port": proxyPort, "inferenceMonitor.prefillChunkTokens": 48, "inferenceMonitor.tilePadding": false,
                 "inferenceMonitor.server.slotSavePath": slotDir}
         });
         browser = await launchBrowser({viewport: {width: 1600, height: 1000}});
@@ -150,6 +151,8 @@ else describe(suiteName, {timeout: 15 * 60_000}, () => {
             const before = await waitForTile(frame, "completed", (value) => Number.isFinite(value));
             // inferenceMonitor.prefillChunkTokens reached the engine: the budget it reports running with.
             await frame.locator("[data-field=prefillChunk]", {hasText: "48 tokens/step"}).first().waitFor({state: "visible", timeout: 15_000});
+            // inferenceMonitor.tilePadding: false did too (on by default for this model on the CPU: panel.test.ts).
+            assert.equal(await frame.locator("[data-field=prefixCache]").first().textContent(), `on, prompt cache ${defaultPromptCacheMiB} MiB`);
 
             const models = await fetch(`${apiBase()}/models`);
             assert.equal(models.status, 200);

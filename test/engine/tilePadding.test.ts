@@ -11,6 +11,8 @@ import {
 import type {GgufFileInfo} from "../../engine/llamaTypes.js";
 import {importNodeLlamaCpp} from "../../engine/llamaTypes.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
+import {formatPrefixCache} from "../../common/format.js";
+import {defaultPromptCacheMiB} from "../../protocol/engineOptions.js";
 import {testCacheDir, tinyModelPath} from "../helpers/testModels.js";
 import {ensureDemoModel} from "../../engine/model/demoModel.js";
 
@@ -122,6 +124,14 @@ describe("tile padding in the engine (tiny model, CPU)", () => {
     after(async () => {
         await padded.engine.dispose();
         await plain.engine.dispose();
+    });
+
+    test("the engine's info says whether it pads (what the panel, the log and serve's start line show)", () => {
+        assert.equal(padded.info?.tilePadding, true);
+        assert.equal(plain.info?.tilePadding, false);
+        assert.equal(formatPrefixCache(padded.info!), `on, tile padding, prompt cache ${defaultPromptCacheMiB} MiB`);
+        assert.equal(formatPrefixCache(plain.info!), `on, prompt cache ${defaultPromptCacheMiB} MiB`);
+        assert.equal(formatPrefixCache({...plain.info!, prefixCache: false}), "off");
     });
 
     test("a turn's short rest after a long conversation goes as a padded tile, and generates what it does unpadded", async () => {

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import {Engine} from "../../engine/engine.js";
-import type {EngineToHost, GenerateRequest, RequestEvent} from "../../protocol/engineMessages.js";
+import type {EngineInfo, EngineToHost, GenerateRequest, RequestEvent} from "../../protocol/engineMessages.js";
 import type {EngineOptions} from "../../protocol/engineOptions.js";
 import {tinyModelPath} from "./testModels.js";
 
@@ -25,6 +25,8 @@ export class EngineUnderTest {
     readonly stepTimes: number[] = [];
     /** The engine's log messages (warnings), in order. */
     readonly logs: string[] = [];
+    /** The info of the engine's `ready` message. */
+    info: EngineInfo | undefined;
     private nextId = 0;
 
     private constructor(readonly engine: Engine) {}
@@ -46,6 +48,8 @@ export class EngineUnderTest {
     private receive(message: EngineToHost): void {
         if (message.type === "log")
             this.logs.push(message.message);
+        if (message.type === "ready")
+            this.info = message.info;
         if (message.type !== "outputs")
             return;
         this.stepTokens += message.step.stepTokens;

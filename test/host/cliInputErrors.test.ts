@@ -70,17 +70,24 @@ describe("negative numbers for numeric flags", () => {
     });
 });
 
-describe("serve --tile-padding", () => {
-    test("on by default, off when asked", () => {
-        const parse = (args: string[]): boolean | undefined => {
-            const result = readCommandLine(serveCommandLine, args, {stdout: () => undefined, stderr: () => undefined},
-                (parsed) => serveOptionsFrom(parsed, {}));
-            return "exitCode" in result ? undefined : result.options.tilePadding;
+describe("--tile-padding (serve and bench)", () => {
+    test("on by default, off when asked; anything else is a usage error; bench refuses it with --base-url", () => {
+        const parse = (args: string[], command: "serve" | "bench"): boolean | string => {
+            let stderr = "";
+            const io = {stdout: () => undefined, stderr: (text: string) => void (stderr += text)};
+            const result = command === "serve"
+                ? readCommandLine(serveCommandLine, args, io, (parsed) => serveOptionsFrom(parsed, {}))
+                : readCommandLine(benchCommandLine, args, io, (parsed) => benchOptionsFrom(parsed, false, {}));
+            return "exitCode" in result ? stderr : result.options.tilePadding;
         };
-        assert.equal(parse([]), true);
-        assert.equal(parse(["--tile-padding", "on"]), true);
-        assert.equal(parse(["--tile-padding", "off"]), false);
-        assert.equal(parse(["--tile-padding", "yes"]), undefined);
+        for (const command of ["serve", "bench"] as const) {
+            assert.equal(parse([], command), true);
+            assert.equal(parse(["--tile-padding", "on"], command), true);
+            assert.equal(parse(["--tile-padding", "off"], command), false);
+            assert.match(String(parse(["--tile-padding", "yes"], command)), /--tile-padding/);
+        }
+        assert.match(String(parse(["--base-url", "http://127.0.0.1:1/v1", "--tile-padding", "off"], "bench")),
+            /--tile-padding configures the local engine/);
     });
 });
 

@@ -14,7 +14,7 @@ export function fakeEngineInfo(): EngineInfo {
     return {
         pid: 4242, backend: "cpu", gpuDevices: [], gpuFallbacks: [], vramTotalBytes: 0, vramUsedBytes: 0,
         model: {path: "/models/tiny.gguf", name: "tiny-test", architecture: "llama", parameterCount: 1e6, quantization: "F16", sizeBytes: 2e6, trainContextLength: 4096},
-        contextSize: 1024, parallel: 4, threads: 1, prefixCache: true, promptCacheMiB: 0, prefillChunkTokens: 128, loraAdapters: [], statsIntervalMs: 200, loadMs: 10
+        contextSize: 1024, parallel: 4, threads: 1, prefixCache: true, tilePadding: true, promptCacheMiB: 0, prefillChunkTokens: 128, loraAdapters: [], statsIntervalMs: 200, loadMs: 10
     };
 }
 

@@ -29,6 +29,8 @@ export type BenchOptions = {
     threads?: number,
     /** EngineOptions.prefixCache (`--prefix-cache on|off`). */
     prefixCache: boolean,
+    /** EngineOptions.tilePadding (`--tile-padding on|off`). */
+    tilePadding: boolean,
     /** EngineOptions.promptCacheMiB (`--prompt-cache`); absent: the default. */
     promptCacheMiB?: number,
     /** EngineOptions.prefillChunkTokens (`--prefill-chunk`); absent: the backend's default. */

@@ -57,6 +57,7 @@ export async function runBenchmark(options: BenchOptions, io: BenchIo): Promise<
         mode: options.mode,
         parallel: options.parallel,
         prefixCache: options.prefixCache,
+        tilePadding: options.tilePadding,
         gpu: options.gpu,
         statsIntervalMs: options.stats ? options.statsIntervalMs : 0,
         demoModelSize: options.demoModelSize,
