@@ -10,8 +10,8 @@
  * medians of 5): 63 tokens after 1536 cached took 183 ms, 64 tokens 61 ms; after 512, 73 and 34 ms. llama-server pays
  * the same price.
  *
- * So where the model says it pays, a request reuses fewer cached tokens: the rest of its input becomes
- * {@link paddedPromptTokens}, the cached tokens before it evaluated again (the same tokens at the same positions: the
+ * So where the model says it pays, a request reuses fewer cached tokens: the rest of its input becomes a tile's worth
+ * ({@link tileFillingTokens}), the cached tokens before it evaluated again (the same tokens at the same positions: the
  * KV cache ends as it would have). That costs the extra tokens' weights, which grow with the model, and saves attention,
  * which grows with the depth, so the choice compares both from the model's shape (`promptCostShape`) with costs measured
  * on the VM above. The estimate leaves a margin ({@link requiredSaving}): a choice near the break-even saves little
@@ -23,11 +23,17 @@ import type {GgufFileInfo} from "./llamaTypes.js";
 export const tiledAttentionQueries = 64;
 
 /**
- * The rest a padded prompt is given: one more than a tile, because llama.cpp splits a batch holding several sequences
- * into micro-batches with the same number of tokens of each, so the other requests' one-token decodes in the same batch
- * take one of its tokens into their micro-batch; the tile's 64 go in the next.
+ * The tokens a piece of a prompt needs to fill one tile exactly: a tile's 64 when the piece is alone in its batch; one
+ * more beside other sequences' one-token decodes, because llama.cpp splits a batch holding several sequences into
+ * micro-batches with the same number of tokens of each, so the decodes take one of its tokens into their micro-batch and
+ * the tile's 64 go in the next. A tile costs about the same however few of its 64 queries are used: alone, 65 tokens are
+ * a tile and a tile of one. Bare node-llama-cpp, demo `small` q4_0, 1 thread, 2-vCPU VM, 1500 cached tokens (2026-12-07,
+ * medians of 5): alone, 64 tokens took 60 ms, 65 96 ms, 63 (no tile) 167 ms; beside three one-token decodes, 65 took
+ * 67 ms, 66 108 ms, 64 165 ms.
  */
-export const paddedPromptTokens = tiledAttentionQueries + 1;
+export function tileFillingTokens(alone: boolean): number {
+    return alone ? tiledAttentionQueries : tiledAttentionQueries + 1;
+}
 
 /**
  * The cost of a pair of query and cached key one query at a time, against in tiles: 3.1–4.2 measured (demo `small`
@@ -102,33 +108,35 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
 
 /**
  * How many of `reusable` cached leading tokens a request reuses, of an input of `inputLength` tokens: all of them, or,
- * where evaluating {@link paddedPromptTokens} in tiles is estimated to cost at most {@link requiredSaving} of the
- * rest as it is, `inputLength − paddedPromptTokens`.
+ * where evaluating a tile's worth ({@link tileFillingTokens}; `alone`: no other sequence decodes in its batch) is
+ * estimated to cost at most {@link requiredSaving} of the rest as it is, all but that many.
  */
-export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, inputLength: number): number {
+export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, inputLength: number, alone: boolean): number {
+    const tile = tileFillingTokens(alone);
     const rest = inputLength - reusable;
-    const padded = inputLength - paddedPromptTokens;
-    if (rest >= paddedPromptTokens || padded <= 0)
+    const padded = inputLength - tile;
+    if (rest >= tile || padded <= 0)
         return reusable;
     const perToken = weightCost[shape.weights] * shape.tokenWeights / shape.attentionWidth;
     // Query-key pairs of `count` tokens from position `from` (each attends to the cached tokens and to those before it).
     const pairs = (from: number, count: number): number => count * from + count * (count + 1) / 2;
     const asItIs = rest * perToken + untiledAttentionCost * pairs(reusable, rest);
-    const tiled = paddedPromptTokens * perToken + pairs(padded, paddedPromptTokens);
+    const tiled = tile * perToken + pairs(padded, tile);
     return tiled <= requiredSaving * asItIs ? padded : reusable;
 }
 
 /**
  * The next piece of a prompt that goes in pieces of at most `limit` tokens (chunked prefill's share of a step, or a
- * batch), `rest` tokens of it still to go: `limit`, unless that leaves a last piece under {@link paddedPromptTokens},
- * too short for the tiles and long enough to cost more one query at a time than a tile does; then all but
- * {@link paddedPromptTokens}, so the last piece is a tile.
+ * batch), `rest` tokens of it still to go: `limit`, unless that leaves a last piece too short for a tile and long enough
+ * to cost more one query at a time than a tile does; then all but a tile's worth ({@link tileFillingTokens}; `alone`:
+ * no other sequence decodes in its batch), so the last piece fills a tile.
  * Deep in a long prompt a short last piece was the longest step of all: on the demo `small` q4_0 with pieces of 128, a
  * 2100-token prompt left 52 tokens after 2048, one query at a time, and the running requests' gap there was 175–226 ms
  * where the deepest full pieces took ~150 ms; left a tile, it was 90–108 ms.
  */
-export function pieceLeavingATile(rest: number, limit: number): number {
+export function pieceLeavingATile(rest: number, limit: number, alone: boolean): number {
+    const tile = tileFillingTokens(alone);
     const left = rest - limit;
-    const untiledCostsMore = left * untiledAttentionCost > paddedPromptTokens && left < paddedPromptTokens;
-    return untiledCostsMore && rest - paddedPromptTokens >= paddedPromptTokens ? rest - paddedPromptTokens : limit;
+    const untiledCostsMore = left * untiledAttentionCost > tile && left < tile;
+    return untiledCostsMore && rest - tile >= tile ? rest - tile : limit;
 }

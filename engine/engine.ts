@@ -731,7 +731,9 @@ export class Engine {
         const reusable = Math.min(shared, input.length - 1);
         // A short rest deep in the cache may go faster with cached tokens before it evaluated again (attentionTilePadding.ts).
         const shape = this.loaded.tilePadding;
-        const tiled = shape === undefined ? reusable : reusedWithTilePadding(shape, reusable, input.length);
+        // Its rest goes in its first step, alone when nothing else is stepping (no other sequence's decode takes a token of it).
+        const alone = this.decoding === 0 && this.barrier.memberCount === 0;
+        const tiled = shape === undefined ? reusable : reusedWithTilePadding(shape, reusable, input.length, alone);
         request.cachedTokens = scoresPrompt(request) || tiled < minReusedPrefix ? 0 : tiled;
         if (restore !== undefined) {
             this.promptCache?.take(restore);
@@ -747,9 +749,12 @@ export class Engine {
         void this.run(request, slot, t);
     }
 
-    /** The next piece of a prompt that goes in pieces of at most `limit`, `rest` to go: on the CPU, one leaving a whole tile at the end. */
-    private pieceOf(rest: number, limit: number): number {
-        return this.loaded.info.backend === "cpu" ? pieceLeavingATile(rest, limit) : limit;
+    /**
+     * The next piece of a prompt that goes in pieces of at most `limit`, `rest` to go: on the CPU, one leaving a whole tile
+     * at the end (`alone`: no other sequence decodes beside its pieces).
+     */
+    private pieceOf(rest: number, limit: number, alone: boolean): number {
+        return this.loaded.info.backend === "cpu" ? pieceLeavingATile(rest, limit, alone) : limit;
     }
 
     /**
@@ -898,7 +903,7 @@ export class Engine {
                             break;
                         }
                         // The last token always stays for `evaluate`, whose logits give the first new token.
-                        const size = Math.min(this.pieceOf(input.length - next, share), input.length - next - 1);
+                        const size = Math.min(this.pieceOf(input.length - next, share, this.decoding === 0), input.length - next - 1);
                         if (size <= 0)
                             continue;
                         next = await this.evaluatePromptPiece(request, slot, input, next, size, scoring ? scores : undefined);
@@ -928,7 +933,7 @@ export class Engine {
             // prompts arriving meanwhile go in whole beside its batches, and the first step that decodes waits for it.
             while (whole && request.stop === undefined && input.length - next > this.loaded.context.batchSize)
                 next = await this.evaluatePromptPiece(request, slot, input, next,
-                    this.pieceOf(input.length - next, this.loaded.context.batchSize));
+                    this.pieceOf(input.length - next, this.loaded.context.batchSize, this.decoding === 0));
             if (request.stop === undefined && member !== undefined) {
                 this.barrier.submitted(member, input.length - next);
                 // With no alternatives asked for, the token's own probability is all a log-probability needs: node-llama-cpp's

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
 import {
-    paddedPromptTokens, pieceLeavingATile, promptCostShape, reusedWithTilePadding, tiledAttentionQueries, type PromptCostShape
+    pieceLeavingATile, promptCostShape, reusedWithTilePadding, tileFillingTokens, tiledAttentionQueries, type PromptCostShape
 } from "../../engine/attentionTilePadding.js";
 import type {GgufFileInfo} from "../../engine/llamaTypes.js";
 import {importNodeLlamaCpp} from "../../engine/llamaTypes.js";
@@ -25,25 +25,31 @@ function fileInfo(metadata: object, tensors: {name: string, dimensions: number[]
 }
 
 describe("the tile padding's cost model", () => {
-    test("a short rest deep in the cache is padded to one more than a tile; a shallow one, or one of a tile or more, is not", () => {
+    test("a short rest deep in the cache is padded to fill a tile; a shallow one, or one of a tile or more, is not", () => {
         const shape = small("q4_0");
-        assert.equal(paddedPromptTokens, tiledAttentionQueries + 1);
-        // Measured on the demo `small` q4_0 (1 thread, 2-vCPU VM): 60 tokens after 2048 took 195 ms, padded 120 ms.
-        assert.equal(reusedWithTilePadding(shape, 2048, 2048 + 60), 2048 + 60 - paddedPromptTokens);
-        assert.equal(reusedWithTilePadding(shape, 1024, 1024 + 44), 1024 + 44 - paddedPromptTokens);
-        // 36 tokens after 256: 28 ms as they are, 35 ms padded.
-        assert.equal(reusedWithTilePadding(shape, 256, 256 + 36), 256);
-        assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 65), 4000, "65 new tokens are already tiles");
-        assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 200), 4000);
-        // Under a tile's share of the untiled cost per pair, padding never pays.
-        assert.equal(reusedWithTilePadding(shape, 100_000, 100_000 + 18), 100_000);
-        assert.equal(reusedWithTilePadding(shape, 40, 100), 40, "fewer cached tokens than the padding needs");
+        assert.equal(tileFillingTokens(true), tiledAttentionQueries, "alone in its batch: a tile");
+        assert.equal(tileFillingTokens(false), tiledAttentionQueries + 1, "beside decodes, which take one token into their micro-batch");
+        for (const alone of [true, false]) {
+            const tile = tileFillingTokens(alone);
+            // Measured on the demo `small` q4_0 (1 thread, 2-vCPU VM): 60 tokens after 2048 took 195 ms, padded 120 ms.
+            assert.equal(reusedWithTilePadding(shape, 2048, 2048 + 60, alone), 2048 + 60 - tile);
+            assert.equal(reusedWithTilePadding(shape, 1024, 1024 + 44, alone), 1024 + 44 - tile);
+            // 36 tokens after 256: 28 ms as they are, 35 ms padded.
+            assert.equal(reusedWithTilePadding(shape, 256, 256 + 36, alone), 256);
+            assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 65, alone), 4000, "65 new tokens fill a tile already");
+            assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 200, alone), 4000);
+            // Under a tile's share of the untiled cost per pair, padding never pays.
+            assert.equal(reusedWithTilePadding(shape, 100_000, 100_000 + 18, alone), 100_000);
+            assert.equal(reusedWithTilePadding(shape, 40, 100, alone), 40, "fewer cached tokens than the padding needs");
+        }
+        assert.equal(reusedWithTilePadding(shape, 4000, 4000 + 64, true), 4000, "alone, 64 fill a tile");
+        assert.notEqual(reusedWithTilePadding(shape, 4000, 4000 + 64, false), 4000, "beside decodes, 64 leave 63 untiled");
     });
 
     test("once padding pays at a depth, it pays deeper; dearer weights (f16, a bigger model) need more depth", () => {
         const firstPaddedDepth = (shape: PromptCostShape, rest: number): number => {
             for (let depth = 2; depth < 200_000; depth++)
-                if (reusedWithTilePadding(shape, depth, depth + rest) !== depth)
+                if (reusedWithTilePadding(shape, depth, depth + rest, false) !== depth)
                     return depth;
             return Infinity;
         };
@@ -51,7 +57,7 @@ describe("the tile padding's cost model", () => {
             const q4 = firstPaddedDepth(small("q4_0"), rest);
             assert.ok(Number.isFinite(q4), `${rest} new tokens are padded at some depth`);
             for (const depth of [q4, q4 + 1, 2 * q4, 10 * q4])
-                assert.notEqual(reusedWithTilePadding(small("q4_0"), depth, depth + rest), depth, `${rest} after ${depth}`);
+                assert.notEqual(reusedWithTilePadding(small("q4_0"), depth, depth + rest, false), depth, `${rest} after ${depth}`);
             assert.ok(firstPaddedDepth(small("q8_0"), rest) > q4);
             assert.ok(firstPaddedDepth(small("other"), rest) > firstPaddedDepth(small("q8_0"), rest));
             const bigger = {...small("q4_0"), tokenWeights: 50 * small("q4_0").tokenWeights};
@@ -61,15 +67,19 @@ describe("the tile padding's cost model", () => {
     });
 
     test("a prompt's pieces leave a last piece of a tile, where a shorter one would go untiled and cost more", () => {
-        assert.equal(pieceLeavingATile(1000, 128), 128, "plenty left");
-        assert.equal(pieceLeavingATile(128 + 50, 128), 178 - paddedPromptTokens, "50 left: the last piece becomes a tile");
-        assert.equal(pieceLeavingATile(128 + 64, 128), 192 - paddedPromptTokens);
-        assert.equal(pieceLeavingATile(128 + 65, 128), 128, "a tile left already");
-        assert.equal(pieceLeavingATile(128 + 12, 128), 128, "12 one at a time cost less than a tile");
-        assert.equal(pieceLeavingATile(100, 128), 128, "all of it fits");
+        // Chunked prefill's pieces go beside decodes: a tile is 65 of its tokens.
+        assert.equal(pieceLeavingATile(1000, 128, false), 128, "plenty left");
+        assert.equal(pieceLeavingATile(128 + 50, 128, false), 178 - 65, "50 left: the last piece becomes a tile");
+        assert.equal(pieceLeavingATile(128 + 64, 128, false), 192 - 65, "64 beside decodes leave 63 untiled");
+        assert.equal(pieceLeavingATile(128 + 65, 128, false), 128, "a tile left already");
+        assert.equal(pieceLeavingATile(128 + 12, 128, false), 128, "12 one at a time cost less than a tile");
+        assert.equal(pieceLeavingATile(100, 128, false), 128, "all of it fits");
         // Under two tiles in all, both pieces cannot be tiles: the budget stands.
-        assert.equal(pieceLeavingATile(65 + 52, 65), 65);
-        assert.equal(pieceLeavingATile(512 + 40, 512), 552 - paddedPromptTokens);
+        assert.equal(pieceLeavingATile(65 + 52, 65, false), 65);
+        // A prompt alone goes in batches: a tile is 64.
+        assert.equal(pieceLeavingATile(512 + 40, 512, true), 552 - 64);
+        assert.equal(pieceLeavingATile(512 + 64, 512, true), 512, "alone, 64 left fill a tile");
+        assert.equal(pieceLeavingATile(512 + 64, 512, false), 576 - 65);
     });
 
     test("the shape: attention width from heads and head sizes, the weights one token passes through, their kind", () => {
@@ -149,8 +159,9 @@ describe("tile padding in the engine (tiny model, CPU)", () => {
         assert.ok(rest > 20 && rest < tiledAttentionQueries && without.next.cachedTokens > 200,
             `the turn adds ${rest} tokens after ${without.next.cachedTokens} cached`);
         assert.equal(withPadding.next.finished.promptTokens, prompt);
-        assert.equal(withPadding.next.cachedTokens, prompt - paddedPromptTokens, "the padded rest is one more than a tile");
-        assert.equal(withPadding.next.stepTokens, paddedPromptTokens + turn.maxTokens, "exactly the padded rest is evaluated");
+        // Alone in its batch: a tile, exactly.
+        assert.equal(withPadding.next.cachedTokens, prompt - tiledAttentionQueries, "the padded rest is a tile");
+        assert.equal(withPadding.next.stepTokens, tiledAttentionQueries + turn.maxTokens, "exactly the padded rest is evaluated");
         assert.equal(without.next.stepTokens, rest + turn.maxTokens);
         assert.equal(withPadding.next.text, without.next.text, "the tokens evaluated again hold what they held");
         assert.equal(withPadding.first.text, without.first.text);
@@ -165,7 +176,27 @@ describe("tile padding in the engine (tiny model, CPU)", () => {
             const long = opening.repeat(5);
             await engine.generate({prompt: long, maxTokens: 4, ...greedy});
             const wide = await engine.generate({prompt: `${long}${question}${question}${question}`, maxTokens: 4, ...greedy});
-            assert.ok(wide.finished.promptTokens - wide.cachedTokens > paddedPromptTokens, "a rest of a tile or more, as it is");
+            assert.ok(wide.finished.promptTokens - wide.cachedTokens > tiledAttentionQueries + 1, "a rest of a tile or more, as it is");
+        }
+    });
+
+    test("beside another request's decodes, the padded rest is one more than a tile: their micro-batch takes one of its tokens", async () => {
+        const beside = await EngineUnderTest.start({prefixCache: true, parallel: 2, tilePadding: true});
+        const running = beside.send({prompt: "once upon a time", maxTokens: 900, ...greedy});
+        try {
+            while (!beside.events.some((e) => e.id === running.id && (e.kind === "tokens" || e.kind === "finished")))
+                await new Promise((resolve) => setTimeout(resolve, 5));
+            const conversation = opening.repeat(10);
+            const turn = {prompt: `${conversation}${question}`, maxTokens: 12, ...greedy};
+            await beside.generate({prompt: conversation, maxTokens: 12, ...greedy});
+            const next = await beside.generate(turn);
+            assert.ok(!beside.events.some((e) => e.id === running.id && e.kind === "finished"), "the other request decoded all along");
+            assert.equal(next.cachedTokens, next.finished.promptTokens - tileFillingTokens(false));
+            assert.equal(next.text, (await plain.generate(turn)).text, "the tokens evaluated again hold what they held");
+        } finally {
+            beside.engine.handle({type: "cancel", id: running.id});
+            await running.done;
+            await beside.engine.dispose();
         }
     });
 });
