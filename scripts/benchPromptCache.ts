@@ -6,7 +6,9 @@
  * long history every turn, on 2 sequences.
  *
  * Workload: `--conversations` (default 6) conversations, each opening with its own ~`--opening-words` (default 400)
- * words, then `--turns` (default 4) turns taken round robin, one request at a time (so TTFT is the prefill, not a queue):
+ * words, then `--turns` (default 4) turns taken round robin, one request at a time (so TTFT is the prefill, not a queue;
+ * `--concurrent K`: K clients at once, client k taking the turns of conversations k, k + K, … in the same order, so a
+ * turn's prompt often arrives while other conversations' answers are being generated, as with several tools at once):
  * each turn's prompt is the conversation so far (opening, earlier questions and the answers this server gave) and a new
  * question (with `--question-words`, that many more words each); 16 tokens out, greedy, ignore_eos, streamed with usage.
  * `--tile-padding both` adds a target of ours with its tile padding off (engine/attentionTilePadding.ts): with a turn's
@@ -34,6 +36,8 @@ const flags = readScriptCommandLine({
         conversations: {type: "string", placeholder: "N", description: "conversations, their turns taken round robin (default 6)"},
         turns: {type: "string", placeholder: "N", description: "turns per conversation (default 4)"},
         parallel: {type: "string", placeholder: "N", description: "sequences (slots) of every server (default 2)"},
+        concurrent: {type: "string", placeholder: "K",
+            description: "clients at once, each taking the turns of every K-th conversation (default 1: one request at a time)"},
         ["opening-words"]: {type: "string", placeholder: "N", description: "words in each conversation's opening (default 400)"},
         ["question-words"]: {type: "string", placeholder: "N", description: "words added to each turn's question (default 0)"},
         ["tile-padding"]: {type: "string", placeholder: "on|both",
@@ -49,6 +53,7 @@ const flags = readScriptCommandLine({
     conversations: integerValue("conversations", values.conversations, 6, 1),
     turns: integerValue("turns", values.turns, 4, 1),
     parallel: integerValue("parallel", values.parallel, 2, 1),
+    concurrent: integerValue("concurrent", values.concurrent, 1, 1),
     openingWords: integerValue("opening-words", values["opening-words"], 400, 1),
     questionWords: integerValue("question-words", values["question-words"], 0, 0),
     tilePaddingOff: choiceValue("tile-padding", values["tile-padding"], ["on", "both"], "on") === "both",
@@ -57,7 +62,7 @@ const flags = readScriptCommandLine({
     repeats: integerValue("repeats", values.repeats, 2, 1),
     json: values.json
 }));
-const {conversations, turns, parallel, openingWords, questionWords, cacheMiB, repeats, dtype} = flags;
+const {conversations, turns, parallel, concurrent, openingWords, questionWords, cacheMiB, repeats, dtype} = flags;
 const maxTokens = 16;
 const threads = 1;
 const contextPerSequence = 4096;
@@ -95,8 +100,30 @@ function opening(c: number): string {
 
 type TurnResult = {conversation: number, turn: number, ttftMs: number, promptTokens: number, cachedTokens: number};
 
-/** One stream; its TTFT (first text) and the server's token counts. */
-async function ask(openai: OpenAI, prompt: string): Promise<{text: string, ttftMs: number, promptTokens: number, cachedTokens: number}> {
+/** A streamed answer: its text, TTFT (first text) and the server's token counts. */
+type Answer = {text: string, ttftMs: number, promptTokens: number, cachedTokens: number};
+
+/** Requests sent again because the connection closed before any answer (see `ask`), per target run. */
+let resent = 0;
+
+/**
+ * One stream; its TTFT (first text) and the server's token counts. A connection the server closed before the request got
+ * any answer (llama-server's HTTP library ends a kept-alive connection after a few requests, which races a client sending
+ * on it while others are in flight) is tried again, from a new start time, up to twice, and counted.
+ */
+async function ask(openai: OpenAI, prompt: string): Promise<Answer> {
+    for (let attempt = 0; ; attempt++) {
+        try {
+            return await askOnce(openai, prompt);
+        } catch (error) {
+            if (!(error instanceof OpenAI.APIConnectionError) || attempt === 2)
+                throw error;
+            resent++;
+        }
+    }
+}
+
+async function askOnce(openai: OpenAI, prompt: string): Promise<Answer> {
     const started = performance.now();
     const stream = await openai.completions.create({model: "m", prompt, max_tokens: maxTokens, temperature: 0, stream: true,
         stream_options: {include_usage: true}, ...{ignore_eos: true}});
@@ -128,15 +155,18 @@ async function runConversations(baseUrl: string): Promise<{turns: TurnResult[], 
     const history = Array.from({length: conversations}, (_, c) => opening(c));
     const results: TurnResult[] = [];
     const started = performance.now();
-    for (let turn = 0; turn < turns; turn++)
-        for (let c = 0; c < conversations; c++) {
-            const more = questionWords > 0 ? ` ${seededWords(c, turn + 1, questionWords).join(" ")}` : "";
-            const prompt = `${history[c]} Question ${turn + 1}: what did the ${words[(c + turn) % words.length]} do next${more}? Answer:`;
-            const answer = await ask(openai, prompt);
-            history[c] = `${prompt}${answer.text}`;
-            const {ttftMs, promptTokens, cachedTokens} = answer;
-            results.push({conversation: c, turn, ttftMs, promptTokens, cachedTokens});
-        }
+    // Client k takes conversations k, k + concurrent, …, turn by turn.
+    await Promise.all(Array.from({length: Math.min(concurrent, conversations)}, async (_, client) => {
+        for (let turn = 0; turn < turns; turn++)
+            for (let c = client; c < conversations; c += concurrent) {
+                const more = questionWords > 0 ? ` ${seededWords(c, turn + 1, questionWords).join(" ")}` : "";
+                const prompt = `${history[c]} Question ${turn + 1}: what did the ${words[(c + turn) % words.length]} do next${more}? Answer:`;
+                const answer = await ask(openai, prompt);
+                history[c] = `${prompt}${answer.text}`;
+                const {ttftMs, promptTokens, cachedTokens} = answer;
+                results.push({conversation: c, turn, ttftMs, promptTokens, cachedTokens});
+            }
+    }));
     return {turns: results, wallS: (performance.now() - started) / 1000};
 }
 
@@ -159,12 +189,13 @@ async function runTarget(target: Target, binary: string, modelPath: string): Pro
 }
 
 type Row = {target: Target, repeat: number, later_ttft_p50_ms: number, later_ttft_mean_ms: number, first_ttft_p50_ms: number,
-    later_prompt_tokens: number, later_cached_tokens: number, wall_s: number};
+    later_prompt_tokens: number, later_cached_tokens: number, wall_s: number, resent: number};
 
 async function main(): Promise<void> {
     const modelPath = await ensureDemoModel({size: "small", textOnly: true, dtype});
     const binary = await buildLlamaServer();
-    console.log(`workload: ${conversations} conversations × ${turns} turns, round robin, one request at a time; openings of ~${openingWords} ` +
+    const clients = concurrent === 1 ? "one request at a time" : `${Math.min(concurrent, conversations)} clients at once`;
+    console.log(`workload: ${conversations} conversations × ${turns} turns, round robin, ${clients}; openings of ~${openingWords} ` +
         `words, ${questionWords} more words per question; ${maxTokens} tokens out (greedy, ignore_eos); demo small (textOnly, ${dtype}) ${modelPath}; ${threads} thread, ${parallel} ` +
         `sequences × ${contextPerSequence}; prompt cache ${cacheMiB} MiB when on; ${repeats} repeat${repeats > 1 ? "s" : ""}, fresh servers`);
     console.log(`llama-server ${llamaServerVersion(binary)}: -m MODEL --host 127.0.0.1 --port P ${llamaServerArgs(true).join(" ")} (on) / ` +
@@ -174,6 +205,7 @@ async function main(): Promise<void> {
     for (let repeat = 0; repeat < repeats; repeat++)
         for (let i = 0; i < targets.length; i++) {
             const target = targets[(i + repeat) % targets.length]!;
+            resent = 0;
             const run = await runTarget(target, binary, modelPath);
             const later = run.turns.filter((t) => t.turn > 0);
             const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
@@ -181,10 +213,11 @@ async function main(): Promise<void> {
                 later_ttft_mean_ms: sum(later.map((t) => t.ttftMs)) / later.length,
                 first_ttft_p50_ms: percentile(run.turns.filter((t) => t.turn === 0).map((t) => t.ttftMs), 50),
                 later_prompt_tokens: sum(later.map((t) => t.promptTokens)), later_cached_tokens: sum(later.map((t) => t.cachedTokens)),
-                wall_s: run.wallS};
+                wall_s: run.wallS, resent};
             rows.push(row);
             console.error(`repeat ${repeat + 1} · ${target}: later turns TTFT p50 ${row.later_ttft_p50_ms.toFixed(1)} ms, cached ` +
-                `${row.later_cached_tokens} of ${row.later_prompt_tokens} prompt tokens, ${row.wall_s.toFixed(1)} s`);
+                `${row.later_cached_tokens} of ${row.later_prompt_tokens} prompt tokens, ${row.wall_s.toFixed(1)} s` +
+                (resent > 0 ? `, ${resent} request${resent > 1 ? "s" : ""} sent again after the server closed the connection` : ""));
         }
     const median = (target: Target, key: "later_ttft_p50_ms" | "later_ttft_mean_ms" | "first_ttft_p50_ms" | "wall_s"): number =>
         percentile(rows.filter((r) => r.target === target).map((r) => r[key]), 50);
@@ -202,7 +235,7 @@ async function main(): Promise<void> {
         (flags.tilePaddingOff ? `; ours tile padding on / off ${ratio("ours, cache on", "ours, no tile padding")}, ` +
             `off / llama-server (cache on) ${ratio("ours, no tile padding", "llama-server, cache on")}` : ""));
     if (flags.json !== undefined) {
-        const workload = {conversations, turns, parallel, opening_words: openingWords, question_words: questionWords, dtype,
+        const workload = {conversations, turns, parallel, concurrent, opening_words: openingWords, question_words: questionWords, dtype,
             max_tokens: maxTokens, threads, context_per_sequence: contextPerSequence, cache_mib: cacheMiB, repeats, model_path: modelPath};
         fs.writeFileSync(flags.json, JSON.stringify({workload, results: rows}, null, 2) + "\n");
         console.log(`wrote ${flags.json}`);
