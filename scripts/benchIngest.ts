@@ -37,8 +37,8 @@ const flags = readScriptCommandLine({
 const info: EngineInfo = {
     pid: process.pid, backend: "cpu", gpuDevices: [], gpuFallbacks: [], vramTotalBytes: 0, vramUsedBytes: 0,
     model: {path: "/bench/model.gguf", name: "bench", architecture: "llama", parameterCount: 2e7, quantization: "F16", sizeBytes: 4e7, trainContextLength: 4096},
-    contextSize: 4096, parallel: 8, threads: 1, prefixCache: true, tilePadding: false, promptCacheMiB: 0, prefillChunkTokens: 128, loraAdapters: [],
-    statsIntervalMs: 1000, loadMs: 1
+    contextSize: 4096, parallel: 8, threads: 1, prefixCache: true, tilePadding: false, promptCacheMiB: 0, prefillChunkTokens: 128,
+    loraAdapters: [], statsIntervalMs: 1000, loadMs: 1
 };
 
 async function main(): Promise<void> {

@@ -85,8 +85,8 @@ const info: EngineInfo = {
     pid: process.pid, backend: "cpu", gpuDevices: [], gpuFallbacks: [], vramTotalBytes: 0, vramUsedBytes: 0,
     model: {path: "/bench/model.gguf", name: "bench-panel", architecture: "llama", parameterCount: 2e7, quantization: "F16", sizeBytes: 4e7,
         trainContextLength: 8192},
-    contextSize: 8192, parallel, threads: 1, prefixCache: true, tilePadding: false, promptCacheMiB: 0, prefillChunkTokens: 128, loraAdapters: [],
-    statsIntervalMs: 1000, loadMs: 1
+    contextSize: 8192, parallel, threads: 1, prefixCache: true, tilePadding: false, promptCacheMiB: 0, prefillChunkTokens: 128,
+    loraAdapters: [], statsIntervalMs: 1000, loadMs: 1
 };
 
 /** What the bench installs in the page (see the file comment). Times are epoch ms on the page's clock. */
