@@ -16,6 +16,11 @@
  * which grows with the depth, so the choice compares both from the model's shape (`promptCostShape`) with costs measured
  * on the VM above. The estimate leaves a margin ({@link requiredSaving}): a choice near the break-even saves little
  * either way, and another CPU's kernels weigh differently.
+ *
+ * The costs are one thread's, and the engine pads only there. With more threads ggml splits a micro-batch's query rows
+ * into chunks per thread, the tiles end at the chunks' edges, and a part-used tile costs a whole one, so the tiles save
+ * less: on two threads (same model and VM) 20 new tokens after 2048 cached took 35 ms as they were and 68 ms as 64, 40
+ * took 70 and 68 ms, 60 took 109 and 68 ms; one thread's costs would pad the last two, and 40 gains nothing there.
  */
 import type {GgufFileInfo} from "./llamaTypes.js";
 

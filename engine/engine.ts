@@ -754,7 +754,8 @@ export class Engine {
      * at the end (`alone`: no other sequence decodes beside its pieces).
      */
     private pieceOf(rest: number, limit: number, alone: boolean): number {
-        return this.loaded.info.backend === "cpu" ? pieceLeavingATile(rest, limit, alone) : limit;
+        // The tile costs as measured: the CPU, one thread (attentionTilePadding.ts).
+        return this.loaded.info.backend === "cpu" && this.loaded.info.threads === 1 ? pieceLeavingATile(rest, limit, alone) : limit;
     }
 
     /**

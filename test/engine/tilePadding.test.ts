@@ -136,9 +136,16 @@ describe("tile padding in the engine (tiny model, CPU)", () => {
         await plain.engine.dispose();
     });
 
-    test("the engine's info says whether it pads (what the panel, the log and serve's start line show)", () => {
+    test("the engine's info says whether it pads (what the panel, the log and serve's start line show); not on two threads", async () => {
         assert.equal(padded.info?.tilePadding, true);
         assert.equal(plain.info?.tilePadding, false);
+        const twoThreads = await EngineUnderTest.start({prefixCache: true, parallel: 1, tilePadding: true, threads: 2});
+        try {
+            assert.equal(twoThreads.info?.threads, 2);
+            assert.equal(twoThreads.info?.tilePadding, false, "the tile costs are one thread's");
+        } finally {
+            await twoThreads.engine.dispose();
+        }
         assert.equal(formatPrefixCache(padded.info!), `on, tile padding, prompt cache ${defaultPromptCacheMiB} MiB`);
         assert.equal(formatPrefixCache(plain.info!), `on, prompt cache ${defaultPromptCacheMiB} MiB`);
         assert.equal(formatPrefixCache({...plain.info!, prefixCache: false}), "off");
