@@ -17,10 +17,10 @@
  * on the VM above. The estimate leaves a margin ({@link requiredSaving}): a choice near the break-even saves little
  * either way, and another CPU's kernels weigh differently.
  *
- * The costs are one thread's, and the engine pads only there. With more threads ggml splits a micro-batch's query rows
- * into chunks per thread, the tiles end at the chunks' edges, and a part-used tile costs a whole one, so the tiles save
- * less: on two threads (same model and VM) 20 new tokens after 2048 cached took 35 ms as they were and 68 ms as 64, 40
- * took 70 and 68 ms, 60 took 109 and 68 ms; one thread's costs would pad the last two, and 40 gains nothing there.
+ * The costs are one thread's. With more threads ggml splits a micro-batch's query rows (queries × heads) into chunks,
+ * the tiles end at the chunks' edges too, and a part-used tile costs a whole one, so the tiles save less
+ * ({@link tileWaste}): on two threads (same model and VM) 20 new tokens after 2048 cached took 35 ms as they were and
+ * 68 ms as 64, 40 took 70 and 68 ms, 60 took 109 and 68 ms, where one thread's costs alone would pad the 40 too.
  */
 import type {GgufFileInfo} from "./llamaTypes.js";
 
@@ -63,8 +63,34 @@ export type PromptCostShape = {
     /** The layers' weights one token passes through (of a mixture of experts, the share its used experts hold). */
     tokenWeights: number,
     /** The kind most of the layers' weights are: q4_0's and q8_0's CPU kernels were measured cheaper per weight than f16's. */
-    weights: keyof typeof weightCost
+    weights: keyof typeof weightCost,
+    /** Query heads of most layers: with the threads, where ggml's chunks cut the tiles ({@link tileWaste}). */
+    queryHeads: number
 };
+
+/**
+ * The query rows a micro-batch's flash attention computes in tiles, per row it needs, for `queries` of one sequence
+ * (at least a tile) over `heads` query heads on `threads` threads: 1 where every tile is full. ggml (ggml-cpu/ops.cpp,
+ * the bundled release) splits the `queries × heads` rows into chunks, four per thread (one chunk on one thread), a tile
+ * ends at a chunk's edge and at a head's, and a part-used tile computes all 64 rows.
+ */
+export function tileWaste(queries: number, heads: number, threads: number): number {
+    const rows = queries * heads;
+    let chunks = threads;
+    if (threads > 1) {
+        const chunkSize = Math.ceil(rows / (threads * 4));
+        chunks = Math.max(threads, Math.ceil(rows / chunkSize));
+    }
+    const perChunk = Math.ceil(rows / chunks);
+    let tiles = 0;
+    for (let row = 0; row < rows;) {
+        const chunkEnd = Math.min(rows, (Math.floor(row / perChunk) + 1) * perChunk);
+        const headEnd = (Math.floor(row / queries) + 1) * queries;
+        row += Math.min(tiledAttentionQueries, chunkEnd - row, headEnd - row);
+        tiles++;
+    }
+    return tiles * tiledAttentionQueries / rows;
+}
 
 /** ggml's type ids (GgmlType) of the kinds measured. */
 const ggmlTypes: ReadonlyMap<number, keyof typeof weightCost> = new Map([[2, "q4_0"], [8, "q8_0"]]);
@@ -108,15 +134,22 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
     if (attentionWidth <= 0 || tokenWeights <= 0)
         return undefined;
     const main = [...byKind].find(([, weights]) => weights > tokenWeights / 2)?.[0] ?? "other";
-    return {attentionWidth, tokenWeights, weights: main};
+    const headCounts = new Map<number, number>();
+    for (const count of headsPerLayer)
+        if (count > 0)
+            headCounts.set(count, (headCounts.get(count) ?? 0) + 1);
+    const queryHeads = [...headCounts].reduce((most, entry) => entry[1] > most[1] ? entry : most)[0];
+    return {attentionWidth, tokenWeights, weights: main, queryHeads};
 }
 
 /**
  * How many of `reusable` cached leading tokens a request reuses, of an input of `inputLength` tokens: all of them, or,
- * where evaluating a tile's worth ({@link tileFillingTokens}; `alone`: no other sequence decodes in its batch) is
- * estimated to cost at most {@link requiredSaving} of the rest as it is, all but that many.
+ * where evaluating a tile's worth ({@link tileFillingTokens}; `alone`: no other sequence decodes in its batch) on
+ * `threads` threads is estimated to cost at most {@link requiredSaving} of the rest as it is, all but that many.
  */
-export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, inputLength: number, alone: boolean): number {
+export function reusedWithTilePadding(
+    shape: PromptCostShape, reusable: number, inputLength: number, alone: boolean, threads: number
+): number {
     const tile = tileFillingTokens(alone);
     const rest = inputLength - reusable;
     const padded = inputLength - tile;
@@ -126,7 +159,7 @@ export function reusedWithTilePadding(shape: PromptCostShape, reusable: number, 
     // Query-key pairs of `count` tokens from position `from` (each attends to the cached tokens and to those before it).
     const pairs = (from: number, count: number): number => count * from + count * (count + 1) / 2;
     const asItIs = rest * perToken + untiledAttentionCost * pairs(reusable, rest);
-    const tiled = tile * perToken + pairs(padded, tile);
+    const tiled = tile * perToken + tileWaste(tiledAttentionQueries, shape.queryHeads, threads) * pairs(padded, tile);
     return tiled <= requiredSaving * asItIs ? padded : reusable;
 }
 

@@ -733,7 +733,8 @@ export class Engine {
         const shape = this.loaded.tilePadding;
         // Its rest goes in its first step, alone when nothing else is stepping (no other sequence's decode takes a token of it).
         const alone = this.decoding === 0 && this.barrier.memberCount === 0;
-        const tiled = shape === undefined ? reusable : reusedWithTilePadding(shape, reusable, input.length, alone);
+        const tiled = shape === undefined ? reusable
+            : reusedWithTilePadding(shape, reusable, input.length, alone, this.loaded.info.threads);
         request.cachedTokens = scoresPrompt(request) || tiled < minReusedPrefix ? 0 : tiled;
         if (restore !== undefined) {
             this.promptCache?.take(restore);

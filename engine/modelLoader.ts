@@ -84,9 +84,8 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     // Reusing a prefix erases the tail of a sequence's KV cache, which recurrent and sliding-window models cannot do.
     const prefixCache = (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
         !((model.fileInsights.swaSize ?? 0) > 0);
-    // The tiles are ggml's CPU flash attention's; a GPU's kernels have no such step. Their costs were measured on one thread
-    // (attentionTilePadding.ts): more threads split a tile's queries between them, and the tiles save less.
-    const tilePadding = backend === "cpu" && threads === 1 && prefixCache && (options.tilePadding ?? defaultEngineOptions.tilePadding) &&
+    // The tiles are ggml's CPU flash attention's; a GPU's kernels have no such step.
+    const tilePadding = backend === "cpu" && prefixCache && (options.tilePadding ?? defaultEngineOptions.tilePadding) &&
         context.flashAttention !== false ? promptCostShape(model.fileInfo) : undefined;
     return {
         llama,
