@@ -108,9 +108,11 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
         return undefined;
     const headsPerLayer = Array.isArray(heads) ? heads : Array.from({length: layers}, () => heads);
     let attentionWidth = 0;
+    const layersByHeads = new Map<number, number>();
     for (const count of headsPerLayer) {
         if (count === 0)
             continue;
+        layersByHeads.set(count, (layersByHeads.get(count) ?? 0) + 1);
         const keyLength = metadata.attention?.key_length ?? metadata.embedding_length / count;
         const valueLength = metadata.attention?.value_length ?? keyLength;
         // The tiles need value rows of whole SIMD registers (16 floats covers AVX-512; AVX2 and NEON need fewer).
@@ -134,11 +136,7 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
     if (attentionWidth <= 0 || tokenWeights <= 0)
         return undefined;
     const main = [...byKind].find(([, weights]) => weights > tokenWeights / 2)?.[0] ?? "other";
-    const headCounts = new Map<number, number>();
-    for (const count of headsPerLayer)
-        if (count > 0)
-            headCounts.set(count, (headCounts.get(count) ?? 0) + 1);
-    const queryHeads = [...headCounts].reduce((most, entry) => entry[1] > most[1] ? entry : most)[0];
+    const queryHeads = [...layersByHeads].reduce((most, entry) => entry[1] > most[1] ? entry : most)[0];
     return {attentionWidth, tokenWeights, weights: main, queryHeads};
 }
 
