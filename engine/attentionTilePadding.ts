@@ -165,14 +165,17 @@ export function reusedWithTilePadding(
  * The next piece of a prompt that goes in pieces of at most `limit` tokens (chunked prefill's share of a step, or a
  * batch), `rest` tokens of it still to go: `limit`, unless that leaves a last piece too short for a tile and long enough
  * to cost more one query at a time than a tile does; then all but a tile's worth ({@link tileFillingTokens}; `alone`:
- * no other sequence decodes in its batch), so the last piece fills a tile.
+ * no other sequence decodes in its batch), so the last piece fills a tile. `waste`: a tile's cost on the engine's
+ * threads against one thread's ({@link tileWaste} of a tile's queries): on two threads and the demo models' 6 heads a
+ * tile costs twice, so only a last piece of more than ~36 tokens is worth making one (40 untiled took 70 ms there, 64
+ * in a tile 68 ms).
  * Deep in a long prompt a short last piece was the longest step of all: on the demo `small` q4_0 with pieces of 128, a
  * 2100-token prompt left 52 tokens after 2048, one query at a time, and the running requests' gap there was 175–226 ms
- * where the deepest full pieces took ~150 ms; left a tile, it was 90–108 ms.
+ * where the deepest full pieces took ~150 ms; left a tile, it was 90–108 ms (one thread).
  */
-export function pieceLeavingATile(rest: number, limit: number, alone: boolean): number {
+export function pieceLeavingATile(rest: number, limit: number, alone: boolean, waste: number): number {
     const tile = tileFillingTokens(alone);
     const left = rest - limit;
-    const untiledCostsMore = left * untiledAttentionCost > tile && left < tile;
+    const untiledCostsMore = left * untiledAttentionCost > tile * waste && left < tile;
     return untiledCostsMore && rest - tile >= tile ? rest - tile : limit;
 }

@@ -751,12 +751,12 @@ export class Engine {
     }
 
     /**
-     * The next piece of a prompt that goes in pieces of at most `limit`, `rest` to go: on the CPU, one leaving a whole tile
-     * at the end (`alone`: no other sequence decodes beside its pieces).
+     * The next piece of a prompt that goes in pieces of at most `limit`, `rest` to go: where the attention goes in tiles,
+     * one leaving a whole tile at the end where that pays (`alone`: no other sequence decodes beside its pieces).
      */
     private pieceOf(rest: number, limit: number, alone: boolean): number {
-        // The tile costs as measured: the CPU, one thread (attentionTilePadding.ts).
-        return this.loaded.info.backend === "cpu" && this.loaded.info.threads === 1 ? pieceLeavingATile(rest, limit, alone) : limit;
+        const waste = this.loaded.attentionTileWaste;
+        return waste === undefined ? limit : pieceLeavingATile(rest, limit, alone, waste);
     }
 
     /**

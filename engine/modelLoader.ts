@@ -1,6 +1,6 @@
 import os from "node:os";
 import path from "node:path";
-import {promptCostShape, type PromptCostShape} from "./attentionTilePadding.js";
+import {promptCostShape, tiledAttentionQueries, tileWaste, type PromptCostShape} from "./attentionTilePadding.js";
 import {importNodeLlamaCpp, type Llama, type LlamaModel, type LlamaContext, type LlamaGrammarEvaluationStateClass, type TokenBiasClass} from "./llamaTypes.js";
 import {defaultEngineOptions, defaultThreads, type EngineOptions} from "../protocol/engineOptions.js";
 import type {LoraAdapter} from "../protocol/loraAdapters.js";
@@ -30,7 +30,12 @@ export type LoadedModel = {
     /** A one-token decode against a two-sequence one, timed while loading (undefined: not measured). */
     decodePairCost?: DecodePairCost,
     /** Where short prompt rests are padded to attention tiles (EngineOptions.tilePadding), the model's prompt cost shape. */
-    tilePadding?: PromptCostShape
+    tilePadding?: PromptCostShape,
+    /**
+     * Where the attention goes in tiles (ggml's CPU flash attention, a model whose shape it can cost): a tile's cost on the
+     * engine's threads against one thread's (`tileWaste`), for the prompt's last piece (`pieceLeavingATile`).
+     */
+    attentionTileWaste?: number
 };
 
 /**
@@ -85,8 +90,8 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
     const prefixCache = (options.prefixCache ?? defaultEngineOptions.prefixCache) && !model.fileInsights.isRecurrent &&
         !((model.fileInsights.swaSize ?? 0) > 0);
     // The tiles are ggml's CPU flash attention's; a GPU's kernels have no such step.
-    const tilePadding = backend === "cpu" && prefixCache && (options.tilePadding ?? defaultEngineOptions.tilePadding) &&
-        context.flashAttention !== false ? promptCostShape(model.fileInfo) : undefined;
+    const costShape = backend === "cpu" && context.flashAttention !== false ? promptCostShape(model.fileInfo) : undefined;
+    const tilePadding = prefixCache && (options.tilePadding ?? defaultEngineOptions.tilePadding) ? costShape : undefined;
     return {
         llama,
         model,
@@ -95,6 +100,7 @@ export async function loadModel(options: EngineOptions, onProgress: (progress: n
         LlamaGrammarEvaluationState,
         ...(decodePairCost !== undefined ? {decodePairCost} : {}),
         ...(tilePadding !== undefined ? {tilePadding} : {}),
+        ...(costShape !== undefined ? {attentionTileWaste: tileWaste(tiledAttentionQueries, costShape.queryHeads, threads)} : {}),
         info: {
             pid: process.pid,
             backend,

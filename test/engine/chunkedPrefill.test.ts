@@ -8,7 +8,8 @@ import {after, before, describe, test} from "node:test";
 import {Xoshiro128} from "../../common/seededRandom.js";
 import {makePrompt} from "../../extension/host/bench/workload.js";
 import {EngineUnderTest} from "../helpers/engineUnderTest.js";
-import {tileFillingTokens} from "../../engine/attentionTilePadding.js";
+import {tileFillingTokens, tiledAttentionQueries, tileWaste} from "../../engine/attentionTilePadding.js";
+import {demoModelSizes} from "../../engine/model/demoModel.js";
 
 const sentence = "the little girl saw a big red ball in the park and ran after it with her happy dog under the blue sky ";
 const longPrompt = sentence.repeat(20).trim();
@@ -159,6 +160,44 @@ describe("chunked prefill's last piece on the CPU", () => {
         assert.ok(lasts.some(({unshaped}) => !short(unshaped)), JSON.stringify(lasts));
         for (const {tokens, unshaped, last} of lasts)
             assert.equal(last, short(unshaped) ? tile : unshaped, `${tokens} tokens: ${JSON.stringify(lasts)}`);
+    });
+});
+
+describe("chunked prefill's last piece on two threads", () => {
+    const budget = 128;
+    let engine: EngineUnderTest;
+
+    before(async () => {
+        engine = await EngineUnderTest.start({parallel: 2, prefillChunkTokens: budget, prefixCache: false, threads: 2});
+    });
+    after(async () => {
+        await engine.engine.dispose();
+    });
+
+    test("is made a tile only where an untiled one costs more than the tiles ggml's chunks leave", async () => {
+        // The tiny model's heads on two threads: chunks cut each head's tile in two.
+        const waste = tileWaste(tiledAttentionQueries, demoModelSizes.tiny.shape.headCount, 2);
+        assert.equal(waste, 2);
+        const tile = tileFillingTokens(false);
+        const running = engine.send({prompt: "once upon a time", maxTokens: 900, ...greedy});
+        while (!engine.events.some((e) => e.id === running.id && (e.kind === "tokens" || e.kind === "finished")))
+            await new Promise((resolve) => setTimeout(resolve, 5));
+        const lasts = new Map<number, number>();
+        try {
+            // 30 left: one query at a time costs more than one thread's tile, less than two threads'; 50: more than both.
+            for (const left of [30, 50]) {
+                const promptTokens = Array.from({length: 2 * budget + left}, (_, i) => 300 + (i * 7) % 200);
+                const request = engine.send({promptTokens, maxTokens: 1, ...greedy});
+                const {finished} = await request.done;
+                const processed = engine.events.flatMap((e) => e.id === request.id && e.kind === "prefilled" ? [e.processedTokens] : []);
+                lasts.set(left, finished.promptTokens - processed.at(-1)!);
+            }
+        } finally {
+            engine.engine.handle({type: "cancel", id: running.id});
+            await running.done;
+        }
+        assert.ok(30 * 3.5 > tile && 30 * 3.5 < tile * waste && 50 * 3.5 > tile * waste, "the cases straddle the rule");
+        assert.deepEqual(Object.fromEntries(lasts), {30: 30, 50: tile});
     });
 });
 

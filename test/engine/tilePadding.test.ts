@@ -69,18 +69,30 @@ describe("the tile padding's cost model", () => {
 
     test("a prompt's pieces leave a last piece of a tile, where a shorter one would go untiled and cost more", () => {
         // Chunked prefill's pieces go beside decodes: a tile is 65 of its tokens.
-        assert.equal(pieceLeavingATile(1000, 128, false), 128, "plenty left");
-        assert.equal(pieceLeavingATile(128 + 50, 128, false), 178 - 65, "50 left: the last piece becomes a tile");
-        assert.equal(pieceLeavingATile(128 + 64, 128, false), 192 - 65, "64 beside decodes leave 63 untiled");
-        assert.equal(pieceLeavingATile(128 + 65, 128, false), 128, "a tile left already");
-        assert.equal(pieceLeavingATile(128 + 12, 128, false), 128, "12 one at a time cost less than a tile");
-        assert.equal(pieceLeavingATile(100, 128, false), 128, "all of it fits");
+        assert.equal(pieceLeavingATile(1000, 128, false, 1), 128, "plenty left");
+        assert.equal(pieceLeavingATile(128 + 50, 128, false, 1), 178 - 65, "50 left: the last piece becomes a tile");
+        assert.equal(pieceLeavingATile(128 + 64, 128, false, 1), 192 - 65, "64 beside decodes leave 63 untiled");
+        assert.equal(pieceLeavingATile(128 + 65, 128, false, 1), 128, "a tile left already");
+        assert.equal(pieceLeavingATile(128 + 12, 128, false, 1), 128, "12 one at a time cost less than a tile");
+        assert.equal(pieceLeavingATile(100, 128, false, 1), 128, "all of it fits");
         // Under two tiles in all, both pieces cannot be tiles: the budget stands.
-        assert.equal(pieceLeavingATile(65 + 52, 65, false), 65);
+        assert.equal(pieceLeavingATile(65 + 52, 65, false, 1), 65);
         // A prompt alone goes in batches: a tile is 64.
-        assert.equal(pieceLeavingATile(512 + 40, 512, true), 552 - 64);
-        assert.equal(pieceLeavingATile(512 + 64, 512, true), 512, "alone, 64 left fill a tile");
-        assert.equal(pieceLeavingATile(512 + 64, 512, false), 576 - 65);
+        assert.equal(pieceLeavingATile(512 + 40, 512, true, 1), 552 - 64);
+        assert.equal(pieceLeavingATile(512 + 64, 512, true, 1), 512, "alone, 64 left fill a tile");
+        assert.equal(pieceLeavingATile(512 + 64, 512, false, 1), 576 - 65);
+    });
+
+    test("on two threads a tile of the demo models' 6 heads costs twice: only a longer last piece is made one", () => {
+        const waste = tileWaste(tiledAttentionQueries, 6, 2);
+        assert.equal(waste, 2);
+        // Measured there (2048 cached, alone): 20 untiled 35 ms, 40 70 ms, 60 109 ms; 64 in a tile 68 ms.
+        assert.equal(pieceLeavingATile(512 + 20, 512, true, waste), 512, "20 untiled cost half a tile");
+        assert.equal(pieceLeavingATile(512 + 30, 512, true, 1), 542 - 64, "30 pay for a tile on one thread");
+        assert.equal(pieceLeavingATile(512 + 30, 512, true, waste), 512, "not on two");
+        assert.equal(pieceLeavingATile(512 + 60, 512, true, waste), 572 - 64, "60 untiled cost more than a tile");
+        // 32 heads on 8 threads: chunks of whole tiles, as on one thread.
+        assert.equal(pieceLeavingATile(512 + 30, 512, true, tileWaste(tiledAttentionQueries, 32, 8)), 542 - 64);
     });
 
     test("on more threads ggml's chunks cut the tiles: the padding pays less, as measured on two threads", () => {
