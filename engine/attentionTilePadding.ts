@@ -142,11 +142,12 @@ export function promptCostShape(info: GgufFileInfo): PromptCostShape | undefined
 
 /**
  * How many of `reusable` cached leading tokens a request reuses, of an input of `inputLength` tokens: all of them, or,
- * where evaluating a tile's worth ({@link tileFillingTokens}; `alone`: no other sequence decodes in its batch) on
- * `threads` threads is estimated to cost at most {@link requiredSaving} of the rest as it is, all but that many.
+ * where evaluating a tile's worth ({@link tileFillingTokens}; `alone`: no other sequence decodes in its batch) is
+ * estimated to cost at most {@link requiredSaving} of the rest as it is, all but that many. `waste`: a tile's cost on
+ * the engine's threads against one thread's ({@link tileWaste} of a tile's queries over `shape.queryHeads`).
  */
 export function reusedWithTilePadding(
-    shape: PromptCostShape, reusable: number, inputLength: number, alone: boolean, threads: number
+    shape: PromptCostShape, reusable: number, inputLength: number, alone: boolean, waste: number
 ): number {
     const tile = tileFillingTokens(alone);
     const rest = inputLength - reusable;
@@ -157,7 +158,7 @@ export function reusedWithTilePadding(
     // Query-key pairs of `count` tokens from position `from` (each attends to the cached tokens and to those before it).
     const pairs = (from: number, count: number): number => count * from + count * (count + 1) / 2;
     const asItIs = rest * perToken + untiledAttentionCost * pairs(reusable, rest);
-    const tiled = tile * perToken + tileWaste(tiledAttentionQueries, shape.queryHeads, threads) * pairs(padded, tile);
+    const tiled = tile * perToken + waste * pairs(padded, tile);
     return tiled <= requiredSaving * asItIs ? padded : reusable;
 }
 

@@ -731,10 +731,11 @@ export class Engine {
         const reusable = Math.min(shared, input.length - 1);
         // A short rest deep in the cache may go faster with cached tokens before it evaluated again (attentionTilePadding.ts).
         const shape = this.loaded.tilePadding;
+        const waste = this.loaded.attentionTileWaste;
         // Its rest goes in its first step, alone when nothing else is stepping (no other sequence's decode takes a token of it).
         const alone = this.decoding === 0 && this.barrier.memberCount === 0;
-        const tiled = shape === undefined ? reusable
-            : reusedWithTilePadding(shape, reusable, input.length, alone, this.loaded.info.threads);
+        const tiled = shape === undefined || waste === undefined ? reusable
+            : reusedWithTilePadding(shape, reusable, input.length, alone, waste);
         request.cachedTokens = scoresPrompt(request) || tiled < minReusedPrefix ? 0 : tiled;
         if (restore !== undefined) {
             this.promptCache?.take(restore);

@@ -33,7 +33,7 @@ export type LoadedModel = {
     tilePadding?: PromptCostShape,
     /**
      * Where the attention goes in tiles (ggml's CPU flash attention, a model whose shape it can cost): a tile's cost on the
-     * engine's threads against one thread's (`tileWaste`), for the prompt's last piece (`pieceLeavingATile`).
+     * engine's threads against one thread's (`tileWaste`), for tile padding and the prompt's last piece.
      */
     attentionTileWaste?: number
 };
