@@ -34,7 +34,7 @@ import {tokenizerInfo} from "./tokenizerInfo.js";
 import {LineLimits} from "./lineLimits.js";
 import {PrefillBudget} from "./prefillBudget.js";
 import {PromptCache, type SavedPrompt} from "./promptCache.js";
-import {LoraScaleChanges} from "./loraScaleChanges.js";
+import {LoraScaleChanges, scalesKey} from "./loraScaleChanges.js";
 import {SlotActions} from "./slotActions.js";
 import {truncatePrompt} from "./promptTruncation.js";
 
@@ -77,7 +77,9 @@ type Slot = {
     sequence: LlamaContextSequence,
     request: ActiveRequest | undefined,
     /** When its last request ended (a counter): the least recently used free sequence is the one a restored state replaces. */
-    lastUsed: number
+    lastUsed: number,
+    /** The LoRA scales its tokens were computed with (`scalesKey`): only a request with the same scales reuses them. */
+    loraKey: string
 };
 
 type ActiveRequest = {
@@ -98,6 +100,8 @@ type ActiveRequest = {
     ignoreEos: boolean,
     /** GenerateRequest.reusePrefix. */
     reusePrefix: boolean,
+    /** GenerateRequest.loraScales (undefined: the server's scales when it starts). */
+    loraScales: readonly number[] | undefined,
     /** GenerateRequest.sequence: the only slot it may run on (undefined: any). */
     pinned: number | undefined,
     debugBlockMs: number,
@@ -171,6 +175,8 @@ export class Engine {
     private readonly slotActions: SlotActions<Slot>;
     /** POST /lora-adapters: applied once no request runs; none starts while one waits. */
     private readonly loraChanges: LoraScaleChanges;
+    /** The context is being switched to a waiting request's LoRA scales: nothing starts meanwhile. */
+    private loraSwitching = false;
     /** KV cells in all: node-llama-cpp gives each sequence its own `contextSize` cells. */
     private readonly kvCapacity: number;
     /** The most tokens one request may hold: its sequence's cells. */
@@ -230,12 +236,13 @@ export class Engine {
         this.kvCapacity = this.sequenceCapacity * loaded.context.totalSequences;
         this.slots = Array.from(
             {length: loaded.context.totalSequences},
-            (): Slot => ({sequence: loaded.context.getSequence(), request: undefined, lastUsed: 0})
+            (): Slot => ({sequence: loaded.context.getSequence(), request: undefined, lastUsed: 0,
+                loraKey: scalesKey(loaded.info.loraAdapters.map((adapter) => adapter.scale))})
         );
         stats?.counters.set(CounterSlot.kvCapacityTokens, this.kvCapacity);
         const {threads, model: {vocabularySize}} = loaded.info;
         this.slotActions = new SlotActions<Slot>({reply: (done) => this.sink(done), maxTokens: this.sequenceCapacity, vocabularySize,
-            onSlotFree: () => this.schedule(), held: () => this.loraChanges.holding});
+            onSlotFree: () => this.schedule(), held: () => this.loraChanges.holding || this.loraSwitching});
         this.loraChanges = new LoraScaleChanges(loaded.info.loraAdapters, {context: loaded.context, reply: (done) => this.sink(done),
             forgetCachedStates: async () => {
                 for (const slot of this.slots)
@@ -418,6 +425,7 @@ export class Engine {
             sampling: {},
             ignoreEos: request.ignoreEos ?? false,
             reusePrefix: request.reusePrefix ?? true,
+            loraScales: request.loraScales,
             pinned: request.sequence,
             debugBlockMs: this.allowDebugRequests ? request.debugBlockMs ?? 0 : 0,
             promptTokens: [],
@@ -453,7 +461,7 @@ export class Engine {
         this.requests.set(active.id, active);
         if (this.disposed)
             return this.finish(active, "abort", "engine shutting down");
-        const invalid = invalidParameter(request, this.allowDebugRequests) ??
+        const invalid = this.invalidLoraScales(request) ?? invalidParameter(request, this.allowDebugRequests) ??
             outOfVocabulary(request.promptTokens ?? [], this.loaded.info.model.vocabularySize) ??
             invalidSampling(request, this.loaded.info.model.vocabularySize) ?? invalidTools(request);
         if (invalid !== undefined)
@@ -609,10 +617,22 @@ export class Engine {
             this.updateQueueCounters();
             return;
         }
+        if (this.loraSwitching) {
+            this.updateQueueCounters();
+            return;
+        }
         // In queue order; a request pinned to a busy sequence (GenerateRequest.sequence) lets the ones behind it start.
         for (const next of [...this.queue]) {
             if (this.disposed)
                 break;
+            // node-llama-cpp applies LoRA adapters to the whole context: a request with other scales than the context's waits
+            // until no request runs, and those behind it wait with it (first come, first served), then the scales switch.
+            const scales = this.loraScalesOf(next);
+            if (scalesKey(scales) !== this.loraChanges.applied) {
+                if (this.runningCount === 0 && this.slotActions.idle)
+                    this.switchLoraScales(next, scales);
+                break;
+            }
             const free = this.pickSlot(next);
             if (free !== undefined) {
                 this.queue.remove(next);
@@ -625,6 +645,40 @@ export class Engine {
             break;
         }
         this.updateQueueCounters();
+    }
+
+    /** The LoRA scales `request` runs with: its own, else the server's now. */
+    private loraScalesOf(request: ActiveRequest): readonly number[] {
+        return request.loraScales ?? this.loraChanges.defaultScales;
+    }
+
+    /** A request's loraScales that are not one per adapter: why (the host checks the ids, but the server's adapters are the engine's). */
+    private invalidLoraScales(request: GenerateRequest): string | undefined {
+        const adapters = this.loaded.info.loraAdapters.length;
+        if (request.loraScales === undefined || request.loraScales.length === adapters)
+            return undefined;
+        return `loraScales: expected ${adapters} scale${adapters === 1 ? "" : "s"} (one per LoRA adapter), got ${request.loraScales.length}`;
+    }
+
+    /**
+     * Switches the context to `scales`, the waiting `request`'s, while no request runs; then schedules again. If
+     * node-llama-cpp cannot, the request fails (and the next one tries again).
+     */
+    private switchLoraScales(request: ActiveRequest, scales: readonly number[]): void {
+        this.loraSwitching = true;
+        this.loraChanges.switchTo(scales).catch((error: unknown) => {
+            if (this.queue.remove(request))
+                this.finish(request, "error", `could not set the request's LoRA scales: ${errorMessage(error)}`, "engine_error");
+        }).finally(() => {
+            this.loraSwitching = false;
+            this.slotActions.resume(this.slots);
+            this.schedule();
+        });
+    }
+
+    /** How many leading tokens of `input` `slot` holds that a request with LoRA scales `key` may reuse. */
+    private sharedWith(slot: Slot, input: Token[], key: string): number {
+        return slot.loraKey === key ? slot.sequence.compareContextTokens(input).firstDifferentIndex : 0;
     }
 
     /**
@@ -640,6 +694,7 @@ export class Engine {
         let best: Slot | undefined;
         let bestShared = -1;
         const input = inputTokens(request);
+        const key = scalesKey(this.loraScalesOf(request));
         if (this.prefixCache && !request.reusePrefix) {
             const emptiest = this.slots.reduce<Slot | undefined>((fewest, slot) => this.isFree(slot) &&
                 (fewest === undefined || slot.sequence.nextTokenIndex < fewest.sequence.nextTokenIndex) ? slot : fewest, undefined);
@@ -650,7 +705,7 @@ export class Engine {
                 continue;
             if (!this.prefixCache)
                 return {slot, shared: 0};
-            const shared = slot.sequence.compareContextTokens(input).firstDifferentIndex;
+            const shared = this.sharedWith(slot, input, key);
             const fewerTokens = best !== undefined && slot.sequence.nextTokenIndex < best.sequence.nextTokenIndex;
             if (shared > bestShared || (shared === bestShared && fewerTokens)) {
                 best = slot;
@@ -661,9 +716,10 @@ export class Engine {
             return undefined;
         if (bestShared <= minPromptSimilarity * input.length) {
             best = this.leastValuableFreeSlot()!;
-            bestShared = best.sequence.compareContextTokens(input).firstDifferentIndex;
+            bestShared = this.sharedWith(best, input, key);
         }
-        const saved = this.promptCache === undefined || scoresPrompt(request) ? undefined : this.promptCache.bestFor(input, bestShared);
+        const saved = this.promptCache === undefined || scoresPrompt(request) ? undefined
+            : this.promptCache.bestFor(input, bestShared, key);
         if (saved === undefined)
             return {slot: best, shared: bestShared};
         const leastRecent = this.slots.reduce<Slot | undefined>((lru, slot) =>
@@ -690,7 +746,7 @@ export class Engine {
         if (!this.isFree(slot))
             return undefined;
         const reuses = this.prefixCache && request.reusePrefix;
-        return {slot, shared: reuses ? slot.sequence.compareContextTokens(inputTokens(request)).firstDifferentIndex : 0};
+        return {slot, shared: reuses ? this.sharedWith(slot, inputTokens(request), scalesKey(this.loraScalesOf(request))) : 0};
     }
 
     /** Whether a request may start on `slot`: none runs there, nor a slot action. */
@@ -797,7 +853,7 @@ export class Engine {
         if (kept >= slot.sequence.nextTokenIndex / 2)
             return undefined;
         const held = slot.sequence.contextTokens;
-        return this.promptCache.worthSaving(held) ? held : undefined;
+        return this.promptCache.worthSaving(held, slot.loraKey) ? held : undefined;
     }
 
     /**
@@ -826,7 +882,7 @@ export class Engine {
         const restore = request.restore;
         request.restore = undefined;
         if (held !== undefined)
-            await cache.save(slot.sequence, held); // its failures are warned about by the cache, and cost only the saving
+            await cache.save(slot.sequence, held, slot.loraKey); // its failures are warned about by the cache, and cost only the saving
         if (restore === undefined)
             return;
         let restored = request.cachedTokens;
@@ -879,6 +935,8 @@ export class Engine {
             if (slot.sequence.nextTokenIndex > reused)
                 await slot.sequence.eraseContextTokenRanges([{start: reused, end: slot.sequence.nextTokenIndex}]);
             request.tailErased = true;
+            // What it holds from now on is computed with the context's scales, the request's (`schedule`).
+            slot.loraKey = scalesKey(this.loraScalesOf(request));
             if (!whole) {
                 // Chunked prefill: while other requests decode, a long input goes in pieces, one per step,
                 // each in the same batch as their decodes, so they keep generating instead of waiting for

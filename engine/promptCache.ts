@@ -19,8 +19,11 @@ export interface StatefulSequence {
     loadStateFromFile(filePath: string, acceptRisk: {acceptRisk: true}): Promise<void>
 }
 
-/** A saved sequence state: its tokens (the KV cache's contents) and its file. */
-export type SavedPrompt = {readonly tokens: readonly Token[], readonly file: string, readonly bytes: number};
+/**
+ * A saved sequence state: its tokens (the KV cache's contents), its file, and the key of the LoRA scales it was computed with
+ * (`scalesKey`; "" without adapters): only a request with the same scales restores it.
+ */
+export type SavedPrompt = {readonly tokens: readonly Token[], readonly file: string, readonly bytes: number, readonly key: string};
 
 /** After this many saves in a row fail (a full disk), saving stops until the engine restarts; restoring goes on. */
 export const maxFailedSavesInARow = 3;
@@ -77,11 +80,13 @@ export class PromptCache {
     /**
      * The saved state worth restoring for `input`, and the tokens it shares with it: the longest shared prefix, at least
      * `freeShared` + {@link minRestoreGain} tokens (`freeShared`: what the best free sequence shares with `input`) and
-     * at least a quarter of the state.
+     * at least a quarter of the state; among those computed with the LoRA scales of `key` (`scalesKey`).
      */
-    bestFor(input: readonly Token[], freeShared: number): {prompt: SavedPrompt, shared: number} | undefined {
+    bestFor(input: readonly Token[], freeShared: number, key = ""): {prompt: SavedPrompt, shared: number} | undefined {
         let best: {prompt: SavedPrompt, shared: number} | undefined;
         for (const prompt of this.saved) {
+            if (prompt.key !== key)
+                continue;
             const shared = sharedPrefixLength(prompt.tokens, input);
             if (shared >= freeShared + minRestoreGain && shared >= prompt.tokens.length * minKeptShare && shared > (best?.shared ?? 0))
                 best = {prompt, shared};
@@ -100,20 +105,21 @@ export class PromptCache {
 
     /**
      * Whether saving a sequence holding `tokens` adds anything: saving is on, there are enough of them, and not all in a
-     * saved state already.
+     * saved state already (one computed with the same LoRA scales, `key`).
      */
-    worthSaving(tokens: readonly Token[]): boolean {
+    worthSaving(tokens: readonly Token[], key = ""): boolean {
         return !this.savingOff && tokens.length >= minSavedTokens &&
-            !this.saved.some((prompt) => sharedPrefixLength(prompt.tokens, tokens) === tokens.length);
+            !this.saved.some((prompt) => prompt.key === key && sharedPrefixLength(prompt.tokens, tokens) === tokens.length);
     }
 
     /**
-     * Saves `sequence`'s state, which holds `tokens`. Saved states whose tokens it holds all of go (it supersedes them),
+     * Saves `sequence`'s state, which holds `tokens` computed with the LoRA scales of `key`. Saved states with the same key
+     * whose tokens it holds all of go (it supersedes them),
      * then the oldest ones while the cache is over its limit (this one too, if it alone is). A failure is warned about
      * once per run of failures; {@link maxFailedSavesInARow} in a row turn saving off (the disk is full, or the
      * directory went), with a last warning.
      */
-    async save(sequence: StatefulSequence, tokens: readonly Token[]): Promise<void> {
+    async save(sequence: StatefulSequence, tokens: readonly Token[], key = ""): Promise<void> {
         if (this.disposed || this.savingOff)
             return;
         const file = path.join(this.directory, `${this.nextFile++}.state`);
@@ -130,8 +136,9 @@ export class PromptCache {
         this.failedSavesInARow = 0;
         if (this.disposed || generation !== this.generation)
             return void await fs.rm(file, {force: true});
-        const superseded = this.saved.filter((prompt) => sharedPrefixLength(prompt.tokens, tokens) === prompt.tokens.length);
-        const prompt: SavedPrompt = {tokens: [...tokens], file, bytes};
+        const superseded = this.saved.filter((prompt) =>
+            prompt.key === key && sharedPrefixLength(prompt.tokens, tokens) === prompt.tokens.length);
+        const prompt: SavedPrompt = {tokens: [...tokens], file, bytes, key};
         this.saved.push(prompt);
         this.bytes += bytes;
         const evicted = [...superseded];

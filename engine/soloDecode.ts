@@ -149,6 +149,11 @@ export class SoloDecode {
 
     constructor(private readonly locks: LockModule, private readonly context: ContextInternals) {}
 
+    /** Runs `work` under node-llama-cpp's lock on the context: once no decode is in flight (nor one ahead of a request that ended). */
+    exclusive<T>(work: () => Promise<T>): Promise<T> {
+        return this.locks.withLock([this.context, "context"], work);
+    }
+
     /**
      * Queues the decode of `token` on `sequence` and, right behind it, the sample of its logits (`sample`, given the
      * batch logit index); resolves with the sample once both are done and the token is booked on the sequence. Returns

@@ -175,6 +175,13 @@ export type GenerateRequest = {
      */
     reusePrefix?: boolean,
     /**
+     * The LoRA adapters' scales for this request, one per adapter (EngineInfo.loraAdapters; llama-server's per-request
+     * `lora`). Absent: the server's scales when it starts. node-llama-cpp applies adapters to the whole context, so a
+     * request with other scales than the running ones waits until they are done, and the requests behind it wait too
+     * (llama-server batches no requests with different adapters together either).
+     */
+    loraScales?: number[],
+    /**
      * Run on this sequence only (0 … parallel − 1; llama.cpp's `id_slot`): the request waits until it is free, while
      * later requests may start on other free sequences; it preempts nothing. Absent: any sequence.
      */
@@ -696,6 +703,7 @@ function parseGenerateRequest(value: unknown): GenerateRequest {
     if (ignoreEos !== undefined) request.ignoreEos = ignoreEos;
     const reusePrefix = optionalBoolean(obj, "reusePrefix", what);
     if (reusePrefix !== undefined) request.reusePrefix = reusePrefix;
+    if (obj.loraScales !== undefined) request.loraScales = parseLoraScales(obj, "loraScales", what);
     const sequence = optionalInteger(obj, "sequence", what);
     if (sequence !== undefined) {
         if (sequence < 0)

@@ -5,10 +5,10 @@
  * request's `lora` field ({@link parseRequestLora}) names scales by adapter id, and an adapter it leaves out has
  * scale 0, as llama-server reads it.
  *
- * node-llama-cpp applies adapters to a whole context, every sequence at once, so this server runs every request with
- * the server's current scales: a request whose `lora` asks for other scales is refused (400) rather than answered by
- * other weights than it asked for. `POST /lora-adapters` ({@link parseLoraScalesBody}) changes the scales for every
- * request, as llama-server's does for requests that name none; the engine applies them once no request runs.
+ * node-llama-cpp applies adapters to a whole context, every sequence at once, so a request whose `lora` asks for other
+ * scales than the running requests' waits until they are done (GenerateRequest.loraScales), as llama-server batches no
+ * requests with different adapters together. `POST /lora-adapters` ({@link parseLoraScalesBody}) changes the scales for
+ * every request that names none, as llama-server's does; the engine applies them once no request runs.
  */
 import {ApiRequestError, fail} from "./openaiFields.js";
 import {ProtocolError, expectArray, expectNumber, expectObject, expectString, type JsonObject} from "./validation.js";
@@ -68,7 +68,7 @@ export function loraAdapterViews(adapters: readonly LoraAdapter[]): LoraAdapterV
     return adapters.map(({path, scale}, id) => ({id, path, scale}));
 }
 
-/** Every adapter's scale by id: what a request runs with here (checkRequestLora refuses any other). */
+/** Every adapter's scale by id: what a request that names no scales runs with. */
 export function loraScaleEntries(adapters: readonly LoraAdapter[]): LoraScaleEntry[] {
     return adapters.map(({scale}, id) => ({id, scale}));
 }
@@ -97,22 +97,20 @@ export function parseRequestLora(value: unknown, adapters: readonly LoraAdapter[
 }
 
 /**
- * `POST /lora-adapters`'s body as every adapter's new scale (one left out: 0, as llama-server sets it); throws
+ * A request's `lora` as its own scales, or undefined where it names none: an empty list, which llama-server reads as
+ * the server's scales (its `lora` map is then empty), unlike `POST /lora-adapters`' empty list (every adapter at 0).
+ */
+export function requestLoraScales(value: unknown, adapters: readonly LoraAdapter[]): number[] | undefined {
+    const scales = parseRequestLora(value, adapters);
+    return Array.isArray(value) && value.length === 0 ? undefined : scales;
+}
+
+/**
+ * `POST /lora-adapters`' body as every adapter's new scale (one left out: 0, as llama-server sets it); throws
  * ApiRequestError (400) for a body that is not such a list or names an unknown id (llama-server skips unknown ids).
  */
 export function parseLoraScalesBody(value: unknown, adapters: readonly LoraAdapter[]): number[] {
     if (!Array.isArray(value))
         throw new ApiRequestError("Request body must be an array of {\"id\": N, \"scale\": X}", null);
     return parseRequestLora(value, adapters, "body");
-}
-
-/** Refuses (400) a request's `lora` that asks for other scales than the server runs with. */
-export function checkRequestLora(value: unknown, adapters: readonly LoraAdapter[]): void {
-    const scales = parseRequestLora(value, adapters);
-    const differing = adapters.findIndex((adapter, id) => scales[id] !== adapter.scale);
-    if (differing >= 0)
-        throw new ApiRequestError(`lora: adapter ${differing} at scale ${scales[differing]}, but this server applies every adapter with the ` +
-            `scale it runs with (${adapters.map((adapter, id) => `${id}: ${adapter.scale}`).join(", ")}); node-llama-cpp applies ` +
-            "adapters to all sequences at once, so per-request scales are not supported (POST /lora-adapters changes them for " +
-            "every request)", "lora", 400, "invalid_request_error", "unsupported_lora");
 }

@@ -2,9 +2,9 @@
  * LoRA adapters as llama-server takes them (`--lora-scaled FILE:SCALE`, `GET /lora-adapters`, a request's `lora`),
  * against llama-server on the same model with the same adapter file: the same list, the same greedy tokens with the
  * adapter applied (which differ from the base model's), `POST /lora-adapters` changing the scales as llama-server's
- * does (applied once running requests are done, cached states forgotten), and a clear refusal where node-llama-cpp
- * cannot follow llama-server (per-request scales), the scales in `/props` and `/slots`. Then the engine's refusals of files that are not an adapter for this
- * model, each naming the file and why.
+ * does (applied once running requests are done, cached states forgotten), a request's own scales (`lora`) giving
+ * llama-server's tokens for them, alone and beside requests with the server's, the scales in `/props` and `/slots`. Then
+ * the engine's refusals of files that are not an adapter for this model, each naming the file and why.
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -81,14 +81,31 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
         assert.equal(chat.usage?.completion_tokens, 2);
     });
 
-    test("per-request scales other than the server's, and an unknown adapter id, are refused", async () => {
-        const other = await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale: 0}]});
-        assert.equal(other.status, 400);
-        const error = other.body.error as {message: string, code: string};
-        assert.equal(error.code, "unsupported_lora");
-        assert.match(error.message, /adapter 0 at scale 0, but this server applies every adapter with the scale it runs with \(0: 0\.5\)/);
-        // An adapter left out has scale 0, as llama-server reads it.
-        assert.equal((await postJson(`${ours()}/v1/completions`, {model: "m", prompt: "Hi", max_tokens: 2, lora: []})).status, 400);
+    test("per-request scales give llama-server's tokens for them, also beside requests with the server's", async () => {
+        const withAdapter = await greedyTokens(peer!.origin);
+        // An empty list names no scales: the server's, as llama-server reads it.
+        assert.deepEqual(await greedyTokens(ours(), {lora: []}), withAdapter);
+        assert.deepEqual(await greedyTokens(peer!.origin, {lora: []}), withAdapter);
+        for (const lora of [[{id: 0, scale: 0}], [{id: 0, scale: 2}]]) {
+            const theirs = await greedyTokens(peer!.origin, {lora});
+            assert.notDeepEqual(theirs, withAdapter, JSON.stringify(lora));
+            // After a request at the server's scale, whose state the sequences hold: not reused for other scales.
+            assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), withAdapter);
+            assert.deepEqual(await greedyTokens(ours(), {lora, cache_prompt: true}), theirs, `lora ${JSON.stringify(lora)}`);
+        }
+        // At once, on the OpenAI routes and llama.cpp's: each gets its own scales' tokens.
+        const text = async (lora: unknown): Promise<string> => (await api.openai.completions.create({model: "m",
+            prompt: "Once upon a time there was", max_tokens: 12, temperature: 0, ...lora !== undefined ? {lora} : {}})).choices[0]!.text;
+        const [base, adapted, alsoBase] = await Promise.all([text([{id: 0, scale: 0}]), text(undefined), text([{id: 0, scale: 0}])]);
+        assert.equal(alsoBase, base);
+        assert.notEqual(adapted, base);
+        assert.equal(await text([{id: 0, scale}]), adapted);
+        const zero = [{id: 0, scale: 0}];
+        assert.deepEqual(await Promise.all([greedyTokens(ours(), {lora: zero}), greedyTokens(ours())]),
+            [await greedyTokens(peer!.origin, {lora: zero}), withAdapter]);
+    });
+
+    test("an unknown adapter id and a malformed lora are refused", async () => {
         const unknown = await postJson(`${ours()}/v1/chat/completions`, {model: "m", messages: [{role: "user", content: "Hi"}], lora: [{id: 3, scale: 1}]});
         assert.equal(unknown.status, 400);
         assert.match((unknown.body.error as {message: string}).message, /lora: 3 is not an adapter id \(this server has adapters 0 to 0/);
@@ -110,9 +127,9 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             assert.deepEqual(await greedyTokens(peer!.origin), base);
             assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), base, "a state computed with the old scale was reused");
             assert.deepEqual(await greedyTokens(ours()), base);
-            // A request's lora is now checked against the new scale.
-            assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale}]})).status, 400);
-            assert.equal((await postJson(`${ours()}/completion`, {prompt: "Hi", n_predict: 2, lora: [{id: 0, scale: 0}]})).status, 200);
+            // A request naming the old scale still gets it.
+            assert.deepEqual(await greedyTokens(ours(), {lora: [{id: 0, scale}], cache_prompt: true}), withAdapter);
+            assert.deepEqual(await greedyTokens(ours(), {cache_prompt: true}), base);
             // The body's refusals: not a list, an unknown id, a scale that is not a number; nothing changes.
             for (const body of [{id: 0, scale: 1}, [{id: 4, scale: 1}], [{id: 0, scale: "1"}]]) {
                 const refused = await postJson(`${ours()}/lora-adapters`, body);
@@ -147,6 +164,9 @@ describe(suite, {skip: llamaServerSkipReason(suite)}, () => {
             assert.deepEqual(await lastSlotLora(), [{id: 0, scale}], "the ended request ran with the old scale");
             await greedyTokens(ours());
             assert.deepEqual(await lastSlotLora(), [{id: 0, scale: 0}]);
+            // A request's own scales, where llama-server lists what the request named.
+            await greedyTokens(ours(), {lora: [{id: 0, scale: 2}]});
+            assert.deepEqual(await lastSlotLora(), [{id: 0, scale: 2}]);
         } finally {
             assert.equal((await postJson(`${ours()}/lora-adapters`, [{id: 0, scale}])).status, 200);
         }

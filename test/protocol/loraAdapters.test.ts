@@ -9,7 +9,7 @@ import {loraAdaptersValue} from "../../cli/engineFlags.js";
 import {checkEngineOptions} from "../../protocol/engineOptions.js";
 import {parseEngineOptionsJson, serializeEngineOptions} from "../../protocol/engineOptionsTransfer.js";
 import {parseEngineInfo, parseEngineToHost, parseHostToEngine} from "../../protocol/engineMessages.js";
-import {checkRequestLora, parseLoraScalesBody, parseRequestLora} from "../../protocol/loraAdapters.js";
+import {parseLoraScalesBody, parseRequestLora, requestLoraScales} from "../../protocol/loraAdapters.js";
 import {ApiRequestError} from "../../protocol/openaiFields.js";
 import {readLoraAdaptersSetting} from "../../extension/vscode/loraAdaptersSetting.js";
 import {engineInfo} from "../helpers/engineInfoFixture.js";
@@ -40,6 +40,14 @@ describe("LoRA adapters", () => {
         assert.throws(() => parseLoraScalesBody([{id: 0, scale: 5000}], adapters), /body: adapter 0's scale must be a number within ±1000/);
     });
 
+    test("a request's own scales cross to the engine validated", () => {
+        const request = {id: "r", prompt: "Hi", maxTokens: 2, loraScales: [0, 0.5]};
+        assert.deepEqual(parseHostToEngine({type: "generate", request}), {type: "generate", request});
+        for (const loraScales of [[Number.NaN], ["1"], [-2000], "x", {}])
+            assert.throws(() => parseHostToEngine({type: "generate", request: {...request, loraScales}}), /request\.loraScales/,
+                JSON.stringify(loraScales));
+    });
+
     test("a scale change crosses to the engine and its answer back, validated", () => {
         assert.deepEqual(parseHostToEngine({type: "setLoraScales", seq: 3, scales: [0, 0.5]}), {type: "setLoraScales", seq: 3, scales: [0, 0.5]});
         for (const scales of [[Number.NaN], ["1"], [1e6], "x"])
@@ -53,11 +61,17 @@ describe("LoRA adapters", () => {
     test("a request's lora: scales by id, an adapter left out at 0; malformed lists and unknown ids are 400s naming the field", () => {
         const adapters = [{path: "/a.gguf", scale: 1}, {path: "/b.gguf", scale: 0.5}];
         assert.deepEqual(parseRequestLora([{id: 1, scale: 0.5}], adapters), [0, 0.5]);
-        assert.doesNotThrow(() => checkRequestLora([{id: 0, scale: 1}, {id: 1, scale: 0.5}], adapters));
-        for (const bad of [{}, [{id: 2, scale: 1}], [{id: 0}], [{id: "0", scale: 1}], [null], [{id: 0, scale: 1}]]) {
+        // Other scales than the server's are the request's own (the engine runs it with them).
+        assert.deepEqual(parseRequestLora([{id: 0, scale: 0.25}, {id: 1, scale: 2}], adapters), [0.25, 2]);
+        assert.deepEqual(parseRequestLora([], adapters), [0, 0]);
+        // As llama-server reads a request's empty list: no scales of its own, the server's.
+        assert.equal(requestLoraScales([], adapters), undefined);
+        assert.deepEqual(requestLoraScales([{id: 1, scale: 0}], adapters), [0, 0]);
+        assert.throws(() => requestLoraScales({}, adapters), /lora: must be a list/);
+        for (const bad of [{}, [{id: 2, scale: 1}], [{id: 0}], [{id: "0", scale: 1}], [null], [{id: 0, scale: 1e6}]]) {
             const error = (() => {
                 try {
-                    checkRequestLora(bad, adapters);
+                    parseRequestLora(bad, adapters);
                 } catch (caught) {
                     return caught;
                 }

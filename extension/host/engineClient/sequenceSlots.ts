@@ -18,10 +18,12 @@ export type SentRequest = {
     task: number,
     settings: SlotSettings,
     /** Whether its output so far has a line break. */
-    hasNewLine: boolean
+    hasNewLine: boolean,
+    /** The LoRA scales it asked for (GenerateRequest.loraScales); undefined: the server's when it started. */
+    loraScales: readonly number[] | undefined
 };
 
-/** `lora`: the adapters' scales the request started with (the engine changes them only while no request runs). */
+/** `lora`: the adapters' scales the request runs with (its own, else the server's when it started). */
 export type SequenceSlot = {lifecycle: RequestLifecycle, sent: SentRequest, lora: LoraScaleEntry[]};
 
 export class SequenceSlots {
@@ -37,7 +39,7 @@ export class SequenceSlots {
     /** A generate request was sent. */
     sentRequest(request: GenerateRequest): void {
         const {temperature, topP, topK, minP, seed, penalties, dry, xtc, ignoreEos} = request;
-        this.sent.set(request.id, {task: this.tasks++, hasNewLine: false,
+        this.sent.set(request.id, {task: this.tasks++, hasNewLine: false, loraScales: request.loraScales,
             settings: {temperature, topP, topK, minP, seed, penalties, dry, xtc, ignoreEos}});
     }
 
@@ -54,7 +56,8 @@ export class SequenceSlots {
             if (sent === undefined)
                 continue;
             if (lifecycle.sequence !== undefined && lifecycle.phase === "running" && this.bySequence.get(lifecycle.sequence)?.lifecycle !== lifecycle) {
-                this.bySequence.set(lifecycle.sequence, {lifecycle, sent, lora: loraScaleEntries(this.adapters())});
+                const lora = sent.loraScales?.map((scale, id) => ({id, scale})) ?? loraScaleEntries(this.adapters());
+                this.bySequence.set(lifecycle.sequence, {lifecycle, sent, lora});
                 this.heldAfterAction.delete(lifecycle.sequence);
             }
             if (lifecycle.phase === "finished")

@@ -55,7 +55,7 @@ import {applyTemplate, llamaCppProps} from "../llamacpp/propsRoute.js";
 import {hasIdleSlot, llamaCppSlots} from "../llamacpp/slotsRoute.js";
 import {parseSlotAction, parseSlotId, runSlotAction, slotActionsOff, slotFile} from "../llamacpp/slotActionsRoute.js";
 import {loraAdapters, setLoraAdapters} from "../llamacpp/loraAdaptersRoute.js";
-import {checkRequestLora} from "../../../protocol/loraAdapters.js";
+import {requestLoraScales} from "../../../protocol/loraAdapters.js";
 import {parseLlamaCompletionRequest} from "../../../protocol/llamaCppApi.js";
 import {ignoredSamplingFields} from "../../../protocol/ignoredSamplingFields.js";
 import {isObject} from "../../../protocol/validation.js";
@@ -345,13 +345,14 @@ export class ApiServer {
                 "server_error", state === "loading" ? "model_loading" : "engine_unavailable");
         }
         // llama-server's per-request adapter scales, on the routes where llama-server reads them.
-        if (isObject(body) && body.lora !== undefined && loraPaths.has(pathname))
-            checkRequestLora(body.lora, client.info.loraAdapters);
+        const loraScales = isObject(body) && body.lora !== undefined && loraPaths.has(pathname)
+            ? requestLoraScales(body.lora, client.info.loraAdapters) : undefined;
         const context = {
             client, info: client.info, modelId: servedModelId(client.info), request, response,
             clientLabel: clientLabel({userAgent: request.headers["user-agent"], title: firstHeader(request.headers["x-title"])}, keyName),
             maxWaiting: this.options.maxWaiting ?? defaultMaxWaiting,
-            ssePingIntervalMs: (parseSsePingInterval(body) ?? this.options.ssePingIntervalS ?? defaultSsePingIntervalS) * 1000
+            ssePingIntervalMs: (parseSsePingInterval(body) ?? this.options.ssePingIntervalS ?? defaultSsePingIntervalS) * 1000,
+            ...loraScales !== undefined ? {loraScales} : {}
         };
         if (pathname === "/v1/chat/completions")
             await serveChatCompletion(parseChatCompletionRequest(body), context);

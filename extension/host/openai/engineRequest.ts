@@ -22,6 +22,8 @@ export type GenerationContext = {
     maxWaiting: number,
     /** A stream silent this long gets a keep-alive comment (eventStream.ts); ≤ 0: never. */
     ssePingIntervalMs: number,
+    /** The LoRA scales the request asked for, one per adapter (its `lora`); undefined: the server's. */
+    loraScales?: readonly number[],
     request: http.IncomingMessage,
     response: http.ServerResponse
 };
@@ -55,7 +57,9 @@ export async function runEngineRequests(context: GenerationContext, jobs: readon
     checkQueue(context);
     for (const job of jobs)
         checkLogitBias(job.params.logitBias, info.model.vocabularySize);
-    const handles = jobs.map((job) => client.generate(generationInput(job.input, job.params, info, context.clientLabel)));
+    const loraScales = context.loraScales;
+    const handles = jobs.map((job) => client.generate({...generationInput(job.input, job.params, info, context.clientLabel),
+        ...loraScales !== undefined ? {loraScales: [...loraScales]} : {}}));
     const cancelAll = (): void => {
         for (const handle of handles) handle.cancel();
     };
