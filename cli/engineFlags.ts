@@ -66,7 +66,8 @@ export function gpuValue(raw: string | undefined): GpuSetting {
 /** `--lora FILE[,FILE…]`: EngineOptions.loraAdapters at scale 1, as llama-server's flag. */
 export const loraFlag = {
     type: "string", placeholder: "FILE[,FILE…]",
-    description: "LoRA adapters (GGUF) applied to every request at scale 1, as llama-server's --lora; GET /lora-adapters lists them"
+    description: "LoRA adapters (GGUF) applied at scale 1, as llama-server's --lora, to every request that names no scales of its own " +
+        "(its `lora`); GET /lora-adapters lists them"
 } as const satisfies CliOption;
 
 /** `--lora-scaled FILE:SCALE[,…]`: EngineOptions.loraAdapters with their scales, as llama-server's flag. */
@@ -75,10 +76,13 @@ export const loraScaledFlag = {
     description: "LoRA adapters with their scales, as llama-server's --lora-scaled (after any --lora ones)"
 } as const satisfies CliOption;
 
-/** `--lora-init-without-apply`: the adapters load at scale 0, for `POST /lora-adapters` to set later (llama-server's flag). */
+/**
+ * `--lora-init-without-apply`: the adapters load at scale 0, for `POST /lora-adapters` or a request's `lora` to set (llama-server's
+ * flag).
+ */
 export const loraInitWithoutApplyFlag = {
     type: "boolean",
-    description: "load the LoRA adapters at scale 0, to apply later with POST /lora-adapters, as llama-server's flag"
+    description: "load the LoRA adapters at scale 0, to apply later with POST /lora-adapters or per request (its `lora`), as llama-server's flag"
 } as const satisfies CliOption;
 
 /**
