@@ -608,8 +608,9 @@ export class Engine {
     /** Starts waiting requests on free sequences; preempts for higher priority. */
     private schedule(): void {
         if (this.loraChanges.holding) {
-            // Nothing starts (or is preempted for) until new LoRA scales are in: once no request or slot action runs.
-            if (this.loraChanges.ready && this.runningCount === 0 && this.slotActions.idle)
+            // Nothing starts (or is preempted for) until new LoRA scales are in: once no request, slot action or switch to a
+            // request's own scales runs (that switch schedules again when it is done).
+            if (this.loraChanges.ready && this.runningCount === 0 && this.slotActions.idle && !this.loraSwitching)
                 void this.loraChanges.apply().then(() => {
                     this.slotActions.resume(this.slots);
                     this.schedule();
